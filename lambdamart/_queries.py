@@ -1,0 +1,122 @@
+"""Query grouping: one id per row, in any order, to a stable permutation and query offsets.
+
+Everything downstream (metrics, objective, ranker) works on rows laid out query by query, so that query ``q``
+owns rows ``order[offsets[q]:offsets[q + 1]]``. Queries are ordered by sorted id and rows keep their relative
+order inside a query; the layout therefore depends only on each query's own row order, never on how queries are
+interleaved in the input.
+"""
+
+import numpy as np
+
+
+class QueryGroups:
+    """Rows grouped by query.
+
+    Attributes
+    ----------
+    order : ndarray of int64, shape (n_samples,) or None
+        Row permutation that lays queries out contiguously; None when the input already is (identity).
+    offsets : ndarray of int64, shape (n_queries + 1,)
+        Query ``q`` owns positions ``offsets[q]:offsets[q + 1]`` of the permuted rows.
+    ids : ndarray, shape (n_queries,)
+        The query id of each query, sorted.
+    """
+
+    __slots__ = ("order", "offsets", "ids")
+
+    def __init__(self, order, offsets, ids):
+        self.order = order
+        self.offsets = offsets
+        self.ids = ids
+
+    @property
+    def n_queries(self):
+        return len(self.offsets) - 1
+
+    @property
+    def sizes(self):
+        return np.diff(self.offsets)
+
+    def take(self, a):
+        """Rows of ``a`` (first axis) in query order."""
+        return a if self.order is None else a[self.order]
+
+    def restore(self, a):
+        """Inverse of :meth:`take`: values in query order back to input row order."""
+        if self.order is None:
+            return a
+        out = np.empty_like(a)
+        out[self.order] = a
+        return out
+
+
+def group_queries(qid, n_samples):
+    """Group rows by query id.
+
+    Parameters
+    ----------
+    qid : array-like of shape (n_samples,) or None
+        One query id per row (integers or strings), in any order. None means all rows form one query.
+    n_samples : int
+        Number of rows the ids must describe.
+
+    Returns
+    -------
+    QueryGroups
+    """
+    if qid is None:
+        return QueryGroups(None, np.array([0, n_samples], dtype=np.int64), np.zeros(1, dtype=np.int64))
+    qid = np.asarray(qid)
+    if qid.ndim != 1:
+        raise ValueError(f"qid must be one-dimensional (one query id per row), got shape {qid.shape}.")
+    if qid.shape[0] != n_samples:
+        raise ValueError(f"qid has {qid.shape[0]} entries but there are {n_samples} rows; give one query id per row.")
+    if qid.dtype.kind == "f" and not np.isfinite(qid).all():
+        raise ValueError("qid contains NaN or infinite values; every row needs a query id.")
+    if qid.dtype.kind == "O":
+        # Mixed ints and strings cannot be sorted; strings of everything can.
+        try:
+            ids, inverse = np.unique(qid, return_inverse=True)
+        except TypeError:
+            raise ValueError("qid mixes types that cannot be compared; use one type (all integers or all strings).")
+    else:
+        ids, inverse = np.unique(qid, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    counts = np.bincount(inverse, minlength=len(ids))
+    offsets = np.zeros(len(ids) + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    if n_samples == 0 or np.all(inverse[1:] >= inverse[:-1]):
+        order = None
+    else:
+        order = np.argsort(inverse, kind="stable").astype(np.int64, copy=False)
+    return QueryGroups(order, offsets, ids)
+
+
+def group_from_sizes(group, n_samples):
+    """Query groups from LightGBM-style ``group`` sizes (consecutive rows per query).
+
+    Parameters
+    ----------
+    group : array-like of int, shape (n_queries,)
+        Number of consecutive rows in each query; must sum to ``n_samples``.
+    n_samples : int
+
+    Returns
+    -------
+    QueryGroups
+    """
+    sizes = np.asarray(group)
+    if sizes.ndim != 1 or sizes.size == 0:
+        raise ValueError("group must be a non-empty one-dimensional array of query sizes.")
+    if sizes.dtype.kind not in "iu":
+        if sizes.dtype.kind != "f" or not np.all(np.isfinite(sizes)) or np.any(sizes != np.round(sizes)):
+            raise ValueError("group sizes must be whole numbers of rows.")
+    sizes = sizes.astype(np.int64)
+    if np.any(sizes < 1):
+        raise ValueError("group sizes must be positive: every query needs at least one row.")
+    total = int(sizes.sum())
+    if total != n_samples:
+        raise ValueError(f"group sizes sum to {total} but there are {n_samples} rows; they must match.")
+    offsets = np.zeros(len(sizes) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    return QueryGroups(None, offsets, np.arange(len(sizes), dtype=np.int64))

@@ -1,0 +1,43 @@
+"""The fitted model: all trees in flat numpy arrays, one entry per node.
+
+Node ``i`` is a leaf when ``left[i] == -1`` and then holds ``value[i]``; otherwise rows with
+``x[feature[i]] <= threshold[i]`` go to ``left[i]``, larger values to ``right[i]``, NaN to the side
+``missing_left[i]`` says. Child indices are absolute, and tree ``t`` starts at node ``tree_starts[t]``. A dict of
+plain arrays pickles, saves to ``.npz`` and predicts from any thread.
+"""
+
+import numpy as np
+
+NODE_DTYPES = dict(feature=np.int32, threshold=np.float64, missing_left=np.bool_, left=np.int32, right=np.int32,
+                   value=np.float64, gain=np.float64, count=np.int64)
+
+
+def make_tree(feature, split_bin, missing_left, left, right, value, gain, count, thresholds, threshold_offsets):
+    """One tree's node arrays, with each split's bin turned into the raw feature value it stands for."""
+    split = feature >= 0
+    f = np.where(split, feature, 0)
+    first = threshold_offsets[f]
+    n_thresholds = threshold_offsets[f + 1] - first
+    # Bin b holds values <= thresholds[b]; the last value bin has no threshold above it, so every non-missing
+    # value goes left ("x <= +inf").
+    has_threshold = split & (split_bin < n_thresholds)
+    threshold = np.full(feature.shape[0], np.inf)
+    threshold[has_threshold] = thresholds[(first + split_bin)[has_threshold]]
+    threshold[~split] = np.nan
+    return dict(feature=feature, threshold=threshold, missing_left=missing_left, left=left, right=right,
+                value=value, gain=gain, count=count)
+
+
+def concatenate_trees(trees):
+    """Flat ensemble arrays (``NODE_DTYPES`` fields plus ``tree_starts``) from a list of :func:`make_tree`."""
+    sizes = np.array([t["feature"].shape[0] for t in trees], dtype=np.int64)
+    starts = np.zeros(len(trees), dtype=np.int64)
+    np.cumsum(sizes[:-1], out=starts[1:])
+    out = {}
+    for name, dtype in NODE_DTYPES.items():
+        parts = [t[name] for t in trees]
+        if name in ("left", "right"):
+            parts = [np.where(p >= 0, p + s, -1) for p, s in zip(parts, starts)]
+        out[name] = np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype=dtype)
+    out["tree_starts"] = starts
+    return out

@@ -1,0 +1,191 @@
+"""Leaf-wise (best-first) growth of one regression tree on binned features, entirely in numba.
+
+The rows of the tree live in one index array that is partitioned in place as nodes split, so every node owns a
+contiguous slice ``rows[start:stop]``. Each split builds the histogram of the smaller child and gets the larger
+child's by subtraction from the parent's. Leaf values are Newton steps ``-Σλ / (Σw + l2)`` times the learning rate.
+"""
+
+import numpy as np
+from numba import njit, prange
+
+from .histogram import build_histogram, subtract_histogram
+from .split import find_best_split
+
+
+@njit(cache=True)
+def _gather(grad, hess, rows, start, stop, ordered_grad, ordered_hess):
+    """Copy the node's λ and w into node order, so histogram loops read them sequentially."""
+    g = 0.0
+    h = 0.0
+    for i in range(start, stop):
+        ordered_grad[i] = grad[rows[i]]
+        ordered_hess[i] = hess[rows[i]]
+        g += ordered_grad[i]
+        h += ordered_hess[i]
+    return g, h
+
+
+@njit(cache=True)
+def _partition(codes, rows, start, stop, feature, split_bin, missing_bin, missing_left, buffer):
+    """Stable in-place partition of ``rows[start:stop]``: rows going left first. Returns the boundary."""
+    column = codes[feature]
+    n_left = 0
+    n_right = 0
+    for i in range(start, stop):
+        code = column[rows[i]]
+        goes_left = missing_left if code == missing_bin else code <= split_bin
+        if goes_left:
+            rows[start + n_left] = rows[i]
+            n_left += 1
+        else:
+            buffer[n_right] = rows[i]
+            n_right += 1
+    rows[start + n_left:stop] = buffer[:n_right]
+    return start + n_left
+
+
+@njit(cache=True)
+def grow_tree(codes, n_bins, bin_offsets, features, grad, hess, rows, max_leaf_nodes, max_depth, min_samples_leaf,
+              min_sum_hessian, l2, learning_rate):
+    """Grow one tree on the rows ``rows`` (partitioned in place).
+
+    Parameters
+    ----------
+    codes : uint8 array (n_features, n_samples)
+    n_bins : int array (n_features,)
+        Value bins per feature; code ``n_bins[f]`` is the missing bin.
+    bin_offsets : int64 array (n_features + 1,)
+        Histogram layout, see :mod:`lambdamart.histogram`.
+    features : int64 array
+        Sorted indices of the features this tree may split on.
+    grad, hess : float64 arrays (n_samples,)
+        λ and w of every row.
+    rows : int64 array
+        Rows of this tree (all, or a subsample); reordered so each leaf's rows are contiguous.
+    max_depth : int
+        -1 for no limit.
+
+    Returns
+    -------
+    Node arrays (feature, split_bin, missing_left, left, right, value, gain, count) of length n_nodes, and
+    ``node_start``, ``node_stop``: each node's slice of ``rows``.
+    """
+    n_rows = rows.shape[0]
+    max_nodes = 2 * max_leaf_nodes - 1
+    feature = np.full(max_nodes, -1, dtype=np.int32)
+    split_bin = np.zeros(max_nodes, dtype=np.int32)
+    missing_left = np.zeros(max_nodes, dtype=np.bool_)
+    left = np.full(max_nodes, -1, dtype=np.int32)
+    right = np.full(max_nodes, -1, dtype=np.int32)
+    value = np.zeros(max_nodes)
+    gain = np.zeros(max_nodes)
+    count = np.zeros(max_nodes, dtype=np.int64)
+    node_start = np.zeros(max_nodes, dtype=np.int64)
+    node_stop = np.zeros(max_nodes, dtype=np.int64)
+    depth = np.zeros(max_nodes, dtype=np.int64)
+    slot = np.zeros(max_nodes, dtype=np.int64)
+    sum_grad = np.zeros(max_nodes)
+    sum_hess = np.zeros(max_nodes)
+    # The best split found for each leaf, waiting to be taken.
+    cand_gain = np.full(max_nodes, -np.inf)
+    cand_feature = np.zeros(max_nodes, dtype=np.int64)
+    cand_bin = np.zeros(max_nodes, dtype=np.int64)
+    cand_missing_left = np.zeros(max_nodes, dtype=np.bool_)
+    cand_left_grad = np.zeros(max_nodes)
+    cand_left_hess = np.zeros(max_nodes)
+
+    hists = np.empty((max_leaf_nodes, bin_offsets[-1], 3))
+    ordered_grad = np.empty(n_rows)
+    ordered_hess = np.empty(n_rows)
+    buffer = np.empty(n_rows, dtype=rows.dtype)
+
+    node_stop[0] = n_rows
+    count[0] = n_rows
+    sum_grad[0], sum_hess[0] = _gather(grad, hess, rows, 0, n_rows, ordered_grad, ordered_hess)
+    n_nodes = 1
+    n_leaves = 1
+    if _splittable(count[0], 0, max_depth, min_samples_leaf, max_leaf_nodes):
+        build_histogram(codes, rows, ordered_grad, ordered_hess, bin_offsets, features, hists[0])
+        _store_best_split(0, hists[0], n_bins, bin_offsets, features, sum_grad, sum_hess, count, l2,
+                          min_samples_leaf, min_sum_hessian, cand_gain, cand_feature, cand_bin, cand_missing_left,
+                          cand_left_grad, cand_left_hess)
+
+    while n_leaves < max_leaf_nodes:
+        node = -1
+        for i in range(n_nodes):
+            if left[i] == -1 and cand_gain[i] > 0.0 and (node == -1 or cand_gain[i] > cand_gain[node]):
+                node = i
+        if node == -1:
+            break
+        f = cand_feature[node]
+        feature[node] = f
+        split_bin[node] = cand_bin[node]
+        missing_left[node] = cand_missing_left[node]
+        gain[node] = cand_gain[node]
+        start, stop = node_start[node], node_stop[node]
+        boundary = _partition(codes, rows, start, stop, f, cand_bin[node], n_bins[f], cand_missing_left[node],
+                              buffer)
+        lc, rc = n_nodes, n_nodes + 1
+        n_nodes += 2
+        left[node], right[node] = lc, rc
+        node_start[lc], node_stop[lc] = start, boundary
+        node_start[rc], node_stop[rc] = boundary, stop
+        count[lc], count[rc] = boundary - start, stop - boundary
+        depth[lc] = depth[rc] = depth[node] + 1
+        sum_grad[lc], sum_hess[lc] = cand_left_grad[node], cand_left_hess[node]
+        sum_grad[rc], sum_hess[rc] = sum_grad[node] - sum_grad[lc], sum_hess[node] - sum_hess[lc]
+
+        small, large = (lc, rc) if count[lc] <= count[rc] else (rc, lc)
+        slot[large] = slot[node]
+        slot[small] = n_leaves
+        n_leaves += 1
+        split_small = _splittable(count[small], depth[small], max_depth, min_samples_leaf, max_leaf_nodes)
+        split_large = _splittable(count[large], depth[large], max_depth, min_samples_leaf, max_leaf_nodes)
+        if not (split_small or split_large) or n_leaves == max_leaf_nodes:
+            continue
+        s0, s1 = node_start[small], node_stop[small]
+        _gather(grad, hess, rows, s0, s1, ordered_grad, ordered_hess)
+        build_histogram(codes, rows[s0:s1], ordered_grad[s0:s1], ordered_hess[s0:s1], bin_offsets, features,
+                        hists[slot[small]])
+        if split_large:
+            subtract_histogram(hists[slot[large]], hists[slot[small]], bin_offsets, features)
+        for child, can_split in ((small, split_small), (large, split_large)):
+            if can_split:
+                _store_best_split(child, hists[slot[child]], n_bins, bin_offsets, features, sum_grad, sum_hess,
+                                  count, l2, min_samples_leaf, min_sum_hessian, cand_gain, cand_feature, cand_bin,
+                                  cand_missing_left, cand_left_grad, cand_left_hess)
+
+    for i in range(n_nodes):
+        if left[i] == -1:
+            value[i] = -learning_rate * sum_grad[i] / (sum_hess[i] + l2)
+    return (feature[:n_nodes], split_bin[:n_nodes], missing_left[:n_nodes], left[:n_nodes], right[:n_nodes],
+            value[:n_nodes], gain[:n_nodes], count[:n_nodes], node_start[:n_nodes], node_stop[:n_nodes])
+
+
+@njit(cache=True)
+def _splittable(n, node_depth, max_depth, min_samples_leaf, max_leaf_nodes):
+    return n >= 2 * min_samples_leaf and n >= 2 and (max_depth < 0 or node_depth < max_depth)
+
+
+@njit(cache=True)
+def _store_best_split(node, hist, n_bins, bin_offsets, features, sum_grad, sum_hess, count, l2, min_samples_leaf,
+                      min_sum_hessian, cand_gain, cand_feature, cand_bin, cand_missing_left, cand_left_grad,
+                      cand_left_hess):
+    g, f, b, ml, lg, lh, _ = find_best_split(hist, n_bins, bin_offsets, features, sum_grad[node], sum_hess[node],
+                                             float(count[node]), l2, min_samples_leaf, min_sum_hessian)
+    cand_gain[node] = g
+    cand_feature[node] = f
+    cand_bin[node] = b
+    cand_missing_left[node] = ml
+    cand_left_grad[node] = lg
+    cand_left_hess[node] = lh
+
+
+@njit(cache=True, parallel=True)
+def add_leaf_values(scores, rows, feature, value, node_start, node_stop):
+    """Add each leaf's value to the training scores of the rows it holds (leaves hold disjoint rows)."""
+    for node in prange(feature.shape[0]):
+        if feature[node] == -1:
+            v = value[node]
+            for i in range(node_start[node], node_stop[node]):
+                scores[rows[i]] += v

@@ -1,0 +1,462 @@
+"""``LambdaMARTRanker``: scikit-learn plumbing around the boosting loop.
+
+The estimator validates input, lays the rows out query by query, bins the features once and then, per round,
+asks the objective for (λ, w), grows one tree and updates the scores. All numeric work happens in the kernels of
+``objective``, ``binning``, ``grower`` and ``predict``; this module only orchestrates them.
+"""
+
+import time
+import warnings
+from contextlib import contextmanager
+from numbers import Integral, Real
+
+import numba
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+
+from . import __version__
+from ._gains import check_labels, label_gains
+from ._queries import group_from_sizes, group_queries
+from .binning import MAX_BINS, bin_features, find_thresholds
+from .ensemble import concatenate_trees, make_tree
+from .grower import add_leaf_values, grow_tree
+from .histogram import bin_offsets_for
+from .metrics import ndcg
+from .objective import discount_table, inverse_ideal_dcg, lambdarank_gradients
+from .predict import add_tree_binned, predict_parallel, predict_serial
+
+# Rows sampled to place bin thresholds, as scikit-learn's HistGradientBoosting does.
+_BINNING_SUBSAMPLE = 200_000
+# Below this many row-tree visits a predict runs on the calling thread: starting threads costs more.
+_SERIAL_PREDICT_WORK = 200_000
+
+_NO_QID_WARNING = (
+    "score() received no qid, so all rows are scored as one query. To score per query, pass qid; inside "
+    "GridSearchCV or cross_validate, enable routing with sklearn.set_config(enable_metadata_routing=True) and "
+    "pass qid to fit."
+)
+
+
+class LambdaMARTRanker(BaseEstimator):
+    """Gradient-boosted LambdaMART ranker.
+
+    Each boosting round computes, per query, LambdaRank gradients λ and second-order weights w from the change in
+    NDCG that swapping two documents would cause, fits a histogram regression tree to them (leaf-wise growth,
+    Newton leaf values ``-Σλ / (Σw + l2_regularization)``), and adds it, scaled by ``learning_rate``, to the
+    scores. Documents of a query are ranked by ``predict`` score, highest first.
+
+    Parameters
+    ----------
+    objective : {"lambdarank"}, default="lambdarank"
+        Training objective; ``"lambdarank"`` is ΔNDCG-weighted LambdaMART as in LightGBM.
+    n_estimators : int, default=100
+        Maximum number of boosting rounds (trees).
+    learning_rate : float, default=0.1
+        Shrinkage applied to every leaf value.
+    max_leaf_nodes : int, default=31
+        Maximum number of leaves per tree (leaf-wise growth).
+    max_depth : int or None, default=None
+        Maximum depth of a tree; None for no limit.
+    min_samples_leaf : int, default=20
+        Minimum number of rows in a leaf.
+    min_sum_hessian : float, default=1e-3
+        Minimum sum of second-order weights w in a leaf.
+    l2_regularization : float, default=0.0
+        L2 penalty on leaf values (added to Σw).
+    max_bins : int, default=255
+        Maximum number of value bins per feature (≤ 255); missing values get a bin of their own.
+    truncation_level : int, default=30
+        Only pairs with at least one document among the current top ``truncation_level`` contribute to λ, and
+        IDCG is computed at that depth.
+    sigma : float, default=1.0
+        Steepness of the pairwise logistic loss.
+    gain : {"exponential", "linear"} or array-like, default="exponential"
+        Label gain: 2**label - 1, label, or ``gain[label]`` for integer labels.
+    pair_normalization : bool, default=True
+        Divide each pair's |ΔNDCG| by ``0.01 + |Δscore|`` (LightGBM's ``lambdarank_norm``).
+    query_normalization : bool, default=True
+        Scale each query's λ and w by ``log2(1 + Σ|λ|) / Σ|λ|`` (LightGBM's ``lambdarank_norm``).
+    subsample : float, default=1.0
+        Fraction of queries used to grow each tree.
+    max_features : float, default=1.0
+        Fraction of features each tree may split on.
+    early_stopping : "auto" or bool, default="auto"
+        ``"auto"``: stop on the first ``eval_set`` when one is given, otherwise train all rounds. ``True``: also
+        hold out ``validation_fraction`` of the queries when no ``eval_set`` is given. ``False``: never stop
+        early (``eval_set`` scores are still recorded).
+    validation_fraction : float, default=0.1
+        Fraction of queries held out for early stopping when ``early_stopping=True`` and no ``eval_set``.
+    n_iter_no_change : int, default=10
+        Stop when validation NDCG@``eval_at`` has not improved by more than ``tol`` for this many rounds.
+    tol : float, default=1e-7
+        Minimum improvement that counts.
+    eval_at : int, default=10
+        Cut-off k of the NDCG used for early stopping, ``validation_score_`` and :meth:`score`.
+    n_jobs : int or None, default=None
+        Threads for fit and predict; None or -1 uses all cores.
+    random_state : int, RandomState or None, default=None
+        Seeds binning subsamples, ``subsample``, ``max_features`` and the validation split.
+    verbose : int, default=0
+        Print progress every ``verbose`` rounds (0: silent).
+
+    Attributes
+    ----------
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Column names of a pandas ``X`` given to fit.
+    n_estimators_ : int
+        Number of trees in the model (after early stopping kept the best).
+    n_iter_ : int
+        Number of boosting rounds run.
+    best_iteration_ : int or None
+        1-based round with the best validation score, when there is a validation set.
+    train_score_ : ndarray
+        Training NDCG@``eval_at`` after each round (recorded when there is a validation set or ``verbose``).
+    validation_score_ : ndarray
+        Validation NDCG@``eval_at`` after each round (empty without a validation set).
+    """
+
+    __metadata_request__fit = {"qid": True}
+    __metadata_request__score = {"qid": True}
+
+    _parameter_constraints = {
+        "objective": [StrOptions({"lambdarank"})],
+        "n_estimators": [Interval(Integral, 1, None, closed="left")],
+        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "max_leaf_nodes": [Interval(Integral, 2, None, closed="left")],
+        "max_depth": [Interval(Integral, 1, None, closed="left"), None],
+        "min_samples_leaf": [Interval(Integral, 1, None, closed="left")],
+        "min_sum_hessian": [Interval(Real, 0, None, closed="left")],
+        "l2_regularization": [Interval(Real, 0, None, closed="left")],
+        "max_bins": [Interval(Integral, 2, MAX_BINS, closed="both")],
+        "truncation_level": [Interval(Integral, 1, None, closed="left")],
+        "sigma": [Interval(Real, 0, None, closed="neither")],
+        "gain": [StrOptions({"exponential", "linear"}), "array-like"],
+        "pair_normalization": ["boolean"],
+        "query_normalization": ["boolean"],
+        "subsample": [Interval(Real, 0, 1, closed="right")],
+        "max_features": [Interval(Real, 0, 1, closed="right")],
+        "early_stopping": [StrOptions({"auto"}), "boolean"],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "eval_at": [Interval(Integral, 1, None, closed="left")],
+        "n_jobs": [Integral, None],
+        "random_state": ["random_state"],
+        "verbose": [Interval(Integral, 0, None, closed="left")],
+    }
+
+    def __init__(self, objective="lambdarank", *, n_estimators=100, learning_rate=0.1, max_leaf_nodes=31,
+                 max_depth=None, min_samples_leaf=20, min_sum_hessian=1e-3, l2_regularization=0.0, max_bins=255,
+                 truncation_level=30, sigma=1.0, gain="exponential", pair_normalization=True,
+                 query_normalization=True, subsample=1.0, max_features=1.0, early_stopping="auto",
+                 validation_fraction=0.1, n_iter_no_change=10, tol=1e-7, eval_at=10, n_jobs=None,
+                 random_state=None, verbose=0):
+        self.objective = objective
+        self.n_estimators = n_estimators
+        self.learning_rate = learning_rate
+        self.max_leaf_nodes = max_leaf_nodes
+        self.max_depth = max_depth
+        self.min_samples_leaf = min_samples_leaf
+        self.min_sum_hessian = min_sum_hessian
+        self.l2_regularization = l2_regularization
+        self.max_bins = max_bins
+        self.truncation_level = truncation_level
+        self.sigma = sigma
+        self.gain = gain
+        self.pair_normalization = pair_normalization
+        self.query_normalization = query_normalization
+        self.subsample = subsample
+        self.max_features = max_features
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.tol = tol
+        self.eval_at = eval_at
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------ fit
+
+    def fit(self, X, y, qid=None, *, group=None, sample_weight=None, eval_set=None):
+        """Fit the ranker.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Features; NaN marks a missing value. Sparse input is densified.
+        y : array-like of shape (n_samples,)
+            Relevance labels (non-negative; integers for exponential gain).
+        qid : array-like of shape (n_samples,), default=None
+            Query id of every row, in any order. None (and no ``group``) treats all rows as one query.
+        group : array-like of int, default=None
+            LightGBM-style query sizes of consecutive rows, instead of ``qid``.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Row weights; they multiply the row's λ and w.
+        eval_set : list of (X, y) or (X, y, qid) tuples, default=None
+            Validation data scored every round; the first one drives early stopping.
+
+        Returns
+        -------
+        self
+        """
+        self._validate_params()
+        X, y, groups, sample_weight = self._check_fit_data(X, y, qid, group, sample_weight)
+        rng = check_random_state(self.random_state)
+        train, valid = self._split_train_valid(X, y, groups, sample_weight, eval_set, rng)
+
+        thresholds, threshold_offsets = self._bin_thresholds(X, train["rows"], rng)
+        codes = bin_features(X, thresholds, threshold_offsets)
+        n_bins = np.diff(threshold_offsets) + 1
+        with _threads(self.n_jobs):
+            trees = self._boost(codes, n_bins, thresholds, threshold_offsets, train, valid, rng)
+        self._trees = concatenate_trees(trees)
+        self._lambdamart_version = __version__
+        return self
+
+    def _check_fit_data(self, X, y, qid, group, sample_weight):
+        X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),
+                          ensure_all_finite=False, reset=True)
+        X = _densify(X)
+        y = check_labels(y, "y")
+        if y.ndim != 1 or y.shape[0] != X.shape[0]:
+            raise ValueError(f"y must be one label per row: X has {X.shape[0]} rows, y has shape {y.shape}.")
+        if group is not None and qid is not None:
+            raise ValueError("pass either qid (one id per row) or group (query sizes), not both.")
+        groups = group_from_sizes(group, X.shape[0]) if group is not None else group_queries(qid, X.shape[0])
+        if sample_weight is not None:
+            sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
+        return X, y, groups, sample_weight
+
+    def _split_train_valid(self, X, y, groups, sample_weight, eval_set, rng):
+        """Training and validation rows, each laid out query by query (lists of row indices into X)."""
+        rows = groups.take(np.arange(X.shape[0]))
+        offsets = groups.offsets
+        holdout = self.early_stopping is True and not eval_set
+        valid = []
+        if holdout:
+            n_queries = groups.n_queries
+            n_valid = int(np.ceil(self.validation_fraction * n_queries))
+            if n_valid >= n_queries:
+                raise ValueError(f"early_stopping needs at least 2 queries to hold some out; got {n_queries}.")
+            is_valid = np.zeros(n_queries, dtype=bool)
+            is_valid[rng.choice(n_queries, n_valid, replace=False)] = True
+            (rows, offsets), (v_rows, v_offsets) = _select_queries(rows, offsets, ~is_valid), \
+                _select_queries(rows, offsets, is_valid)
+            valid.append(_query_set(X[v_rows], y[v_rows], v_offsets, self.gain))
+        for i, item in enumerate(eval_set or ()):
+            valid.append(self._eval_set_item(item, i))
+        train = _query_set(None, y[rows], offsets, self.gain)
+        train["rows"] = rows
+        train["sample_weight"] = sample_weight[rows] if sample_weight is not None else np.zeros(0)
+        sizes = np.diff(offsets)
+        starts = offsets[:-1][sizes > 0]
+        if np.array_equal(np.maximum.reduceat(train["y"], starts), np.minimum.reduceat(train["y"], starts)):
+            warnings.warn("every training query has all labels equal, so there is nothing to learn; the model "
+                          "predicts a constant.", UserWarning)
+        return train, valid
+
+    def _eval_set_item(self, item, i):
+        if not isinstance(item, (tuple, list)) or len(item) not in (2, 3):
+            raise ValueError(f"eval_set[{i}] must be a tuple (X, y) or (X, y, qid).")
+        X_v, y_v = item[0], item[1]
+        qid_v = item[2] if len(item) == 3 else None
+        X_v = _densify(validate_data(self, X_v, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),
+                                     ensure_all_finite=False, reset=False))
+        y_v = check_labels(y_v, f"eval_set[{i}] y")
+        if y_v.shape[0] != X_v.shape[0]:
+            raise ValueError(f"eval_set[{i}]: X has {X_v.shape[0]} rows but y has {y_v.shape[0]}.")
+        g = group_queries(qid_v, X_v.shape[0])
+        return _query_set(g.take(X_v), g.take(y_v), g.offsets, self.gain)
+
+    def _bin_thresholds(self, X, train_rows, rng):
+        sample = train_rows
+        if train_rows.shape[0] > _BINNING_SUBSAMPLE:
+            sample = train_rows[np.sort(rng.choice(train_rows.shape[0], _BINNING_SUBSAMPLE, replace=False))]
+        return find_thresholds(X, self.max_bins, sample)
+
+    def _boost(self, codes, n_bins, thresholds, threshold_offsets, train, valid, rng):
+        rows_all = train["rows"]
+        codes = np.ascontiguousarray(codes[:, rows_all])
+        n_rows = rows_all.shape[0]
+        offsets = train["offsets"]
+        n_queries = offsets.shape[0] - 1
+        n_features = codes.shape[0]
+        bin_offsets = bin_offsets_for(n_bins)
+        discounts = discount_table(int(np.diff(offsets).max(initial=1)))
+        inv_idcg = inverse_ideal_dcg(train["gains"], offsets, discounts, self.truncation_level)
+        valid_codes = [bin_features(v["X"], thresholds, threshold_offsets) for v in valid]
+        valid_scores = [np.zeros(v["y"].shape[0]) for v in valid]
+        valid_rows = [np.arange(v["y"].shape[0], dtype=np.int64) for v in valid]
+        stopping = bool(valid) and self.early_stopping is not False
+        record = bool(valid) or self.verbose > 0
+
+        scores = np.zeros(n_rows)
+        grad = np.zeros(n_rows)
+        hess = np.zeros(n_rows)
+        all_queries = np.arange(n_queries, dtype=np.int64)
+        all_features = np.arange(n_features, dtype=np.int64)
+        n_tree_features = max(1, int(round(self.max_features * n_features)))
+        n_tree_queries = max(1, int(round(self.subsample * n_queries)))
+        max_depth = -1 if self.max_depth is None else self.max_depth
+
+        trees, train_score, valid_score = [], [], []
+        best_score, best_iter = -np.inf, 0
+        start_time = time.perf_counter()
+        for it in range(self.n_estimators):
+            if n_tree_queries < n_queries:
+                queries = np.sort(rng.choice(n_queries, n_tree_queries, replace=False))
+                rows = _query_rows(offsets, queries)
+            else:
+                queries, rows = all_queries, np.arange(n_rows, dtype=np.int64)
+            features = all_features
+            if n_tree_features < n_features:
+                features = np.sort(rng.choice(n_features, n_tree_features, replace=False)).astype(np.int64)
+            lambdarank_gradients(scores, train["gains"], train["y"], offsets, queries, discounts, inv_idcg,
+                                 self.truncation_level, float(self.sigma), bool(self.pair_normalization),
+                                 bool(self.query_normalization), train["sample_weight"], grad, hess)
+            tree = grow_tree(codes, n_bins, bin_offsets, features, grad, hess, rows, self.max_leaf_nodes, max_depth,
+                             self.min_samples_leaf, float(self.min_sum_hessian), float(self.l2_regularization),
+                             float(self.learning_rate))
+            feature, split_bin, missing_left, left, right, value, gain, count, node_start, node_stop = tree
+            add_leaf_values(scores, rows, feature, value, node_start, node_stop)
+            if rows.shape[0] < n_rows:
+                rest = np.setdiff1d(np.arange(n_rows, dtype=np.int64), rows, assume_unique=True)
+                add_tree_binned(codes, n_bins, feature, split_bin, missing_left, left, right, value, rest, scores)
+            for v_codes, v_scores, v_rows in zip(valid_codes, valid_scores, valid_rows):
+                add_tree_binned(v_codes, n_bins, feature, split_bin, missing_left, left, right, value, v_rows,
+                                v_scores)
+            trees.append(make_tree(feature, split_bin, missing_left, left, right, value, gain, count, thresholds,
+                                   threshold_offsets))
+
+            if record:
+                train_score.append(self._ndcg(train, scores))
+                if valid:
+                    valid_score.append(self._ndcg(valid[0], valid_scores[0]))
+            if self.verbose and ((it + 1) % self.verbose == 0 or it + 1 == self.n_estimators):
+                self._print_progress(it, train_score, valid_score, start_time)
+            if valid_score and valid_score[-1] > best_score + self.tol:
+                best_score, best_iter = valid_score[-1], it
+            if stopping and it - best_iter >= self.n_iter_no_change:
+                if self.verbose:
+                    print(f"early stopping: best round {best_iter + 1}, NDCG@{self.eval_at} {best_score:.5f}")
+                break
+
+        self.n_iter_ = len(trees)
+        self.train_score_ = np.asarray(train_score)
+        self.validation_score_ = np.asarray(valid_score)
+        self.best_iteration_ = best_iter + 1 if valid else None
+        if stopping:
+            trees = trees[:best_iter + 1]
+        self.n_estimators_ = len(trees)
+        return trees
+
+    def _ndcg(self, data, scores):
+        return ndcg(data["y"], scores, _qid_from_offsets(data["offsets"]), k=self.eval_at, gain=self.gain)
+
+    def _print_progress(self, it, train_score, valid_score, start_time):
+        elapsed = time.perf_counter() - start_time
+        parts = [f"[{it + 1}/{self.n_estimators}]"]
+        if train_score:
+            parts.append(f"train NDCG@{self.eval_at} {train_score[-1]:.5f}")
+        if valid_score:
+            parts.append(f"valid NDCG@{self.eval_at} {valid_score[-1]:.5f}")
+        parts.append(f"{elapsed:.1f}s")
+        print("  ".join(parts), flush=True)
+
+    # ------------------------------------------------------------ predict
+
+    def predict(self, X):
+        """Scores of the rows of ``X``, in input order; rank a query's documents by descending score.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of float64, shape (n_samples,)
+        """
+        check_is_fitted(self, "_trees")
+        X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),
+                          ensure_all_finite=False, reset=False, ensure_min_samples=0)
+        X = _densify(X)
+        t = self._trees
+        args = (X, t["feature"], t["threshold"], t["missing_left"], t["left"], t["right"], t["value"],
+                t["tree_starts"])
+        if X.shape[0] * max(t["tree_starts"].shape[0], 1) <= _SERIAL_PREDICT_WORK:
+            return predict_serial(*args)
+        with _threads(self.n_jobs):
+            return predict_parallel(*args)
+
+    def score(self, X, y, qid=None):
+        """NDCG@``eval_at`` (exponential gain unless ``gain`` says otherwise) of the predictions.
+
+        Without ``qid`` all rows are scored as one query, with a warning: see the message for how to route qid.
+        """
+        if qid is None:
+            warnings.warn(_NO_QID_WARNING, UserWarning)
+        return ndcg(y, self.predict(X), qid, k=self.eval_at, gain=self.gain)
+
+    @property
+    def feature_importances_(self):
+        """Total split gain per feature, normalised to sum to 1."""
+        check_is_fitted(self, "_trees")
+        t = self._trees
+        split = t["feature"] >= 0
+        importances = np.bincount(t["feature"][split], weights=t["gain"][split], minlength=self.n_features_in_)
+        total = importances.sum()
+        return importances / total if total > 0 else importances
+
+
+def _densify(X):
+    return X.toarray() if sp.issparse(X) else X
+
+
+def _query_set(X, y, offsets, gain):
+    """A set of queries laid out contiguously, with the label gains (which also checks them)."""
+    return dict(X=X, y=y, offsets=offsets, gains=label_gains(y, gain))
+
+
+def _select_queries(rows, offsets, keep):
+    """Rows and offsets of the queries where ``keep`` is True."""
+    sizes = np.diff(offsets)[keep]
+    new_offsets = np.zeros(sizes.shape[0] + 1, dtype=np.int64)
+    np.cumsum(sizes, out=new_offsets[1:])
+    return rows[_query_rows(offsets, np.flatnonzero(keep))], new_offsets
+
+
+def _query_rows(offsets, queries):
+    """Positions of the rows of ``queries`` (sorted), concatenated."""
+    sizes = offsets[queries + 1] - offsets[queries]
+    starts = np.repeat(offsets[queries] - np.concatenate(([0], np.cumsum(sizes)[:-1])), sizes)
+    return (starts + np.arange(sizes.sum())).astype(np.int64)
+
+
+def _qid_from_offsets(offsets):
+    return np.repeat(np.arange(offsets.shape[0] - 1), np.diff(offsets))
+
+
+@contextmanager
+def _threads(n_jobs):
+    """Run numba parallel regions with ``n_jobs`` threads (joblib's convention for negative values)."""
+    available = numba.config.NUMBA_NUM_THREADS
+    if n_jobs == 0:
+        raise ValueError("n_jobs == 0 has no meaning; use None or -1 for all cores, or a positive thread count.")
+    if n_jobs is None:
+        n = available
+    elif n_jobs < 0:
+        n = max(1, available + 1 + n_jobs)
+    else:
+        n = max(1, min(n_jobs, available))
+    previous = numba.get_num_threads()
+    numba.set_num_threads(n)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(previous)

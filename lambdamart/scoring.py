@@ -1,0 +1,70 @@
+"""scikit-learn scorers for ranking metrics, requesting ``qid`` through metadata routing.
+
+A ranking metric is meaningless without the query ids of the scored rows, so every scorer here asks scikit-learn
+to route ``qid`` to it (the equivalent of ``scorer.set_score_request(qid=True)``, set at construction time so it
+also works when routing is enabled later) and refuses to score without one.
+"""
+
+from sklearn.metrics import make_scorer
+from sklearn.utils.metadata_routing import MetadataRequest
+
+from . import metrics
+
+_ROUTING_HELP = (
+    "Ranking scorers need the query id of every row. Enable metadata routing and pass qid to fit:\n"
+    "    sklearn.set_config(enable_metadata_routing=True)\n"
+    "    GridSearchCV(ranker, grid, scoring=ndcg_scorer(10), cv=GroupKFold(5).set_split_request(groups='qid'))"
+    ".fit(X, y, qid=qid)"
+)
+
+
+class _QidRequired:
+    """Call a ranking metric, refusing to treat a whole validation fold as a single query."""
+
+    def __init__(self, metric):
+        self.metric = metric
+        self.__name__ = metric.__name__
+
+    def __call__(self, y_true, y_pred, qid=None, **kwargs):
+        if qid is None:
+            raise ValueError(f"{self.__name__} scorer received no qid. {_ROUTING_HELP}")
+        return self.metric(y_true, y_pred, qid, **kwargs)
+
+
+def make_ranking_scorer(metric, greater_is_better=True, **kwargs):
+    """Make a scikit-learn scorer from a ranking metric.
+
+    Parameters
+    ----------
+    metric : callable
+        ``metric(y_true, y_score, qid, **kwargs) -> float``, such as :func:`lambdamart.metrics.ndcg`.
+    greater_is_better : bool, default=True
+        Whether higher metric values are better (scikit-learn negates the score otherwise).
+    **kwargs
+        Fixed keyword arguments for the metric, e.g. ``k=10``.
+
+    Returns
+    -------
+    scorer : callable
+        A scorer ``scorer(estimator, X, y, qid=...)`` that requests ``qid`` through metadata routing and raises a
+        ``ValueError`` explaining how to enable routing when called without one.
+    """
+    if "qid" in kwargs:
+        raise ValueError("qid is routed per call as metadata; do not fix it in make_ranking_scorer.")
+    scorer = make_scorer(_QidRequired(metric), greater_is_better=greater_is_better, **kwargs)
+    # set_score_request() refuses to run while routing is disabled, so the request is recorded directly; it is
+    # the same object set_score_request(qid=True) would build.
+    request = MetadataRequest(owner=scorer)
+    request.score.add_request(param="qid", alias=True)
+    scorer._metadata_request = request
+    return scorer
+
+
+def ndcg_scorer(k=10, **metric_kwargs):
+    """Scorer for NDCG@k (see :func:`lambdamart.metrics.ndcg` for ``gain``, ``ties``, ``empty``)."""
+    return make_ranking_scorer(metrics.ndcg, k=k, **metric_kwargs)
+
+
+def map_scorer(k=None, **metric_kwargs):
+    """Scorer for mean average precision (@k), see :func:`lambdamart.metrics.mean_average_precision`."""
+    return make_ranking_scorer(metrics.mean_average_precision, k=k, **metric_kwargs)

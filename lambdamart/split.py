@@ -1,0 +1,79 @@
+"""Best split of a node from its histogram: the threshold bin and missing-value side that maximise
+
+    gain = G_L² / (H_L + l2) + G_R² / (H_R + l2) - G² / (H + l2)
+
+subject to ``min_samples_leaf`` rows and ``min_sum_hessian`` weight on each side.
+"""
+
+import numpy as np
+from numba import njit, prange
+
+
+@njit(cache=True)
+def _feature_best_split(hist, base, n_value_bins, sum_grad, sum_hess, count, l2, min_samples_leaf, min_sum_hessian):
+    """Best (gain, bin, missing_left, left λ sum, left w sum, left count) for one feature; gain -inf if none."""
+    missing = base + n_value_bins
+    miss_g, miss_h, miss_n = hist[missing, 0], hist[missing, 1], hist[missing, 2]
+    parent_term = sum_grad * sum_grad / (sum_hess + l2)
+    best_gain, best_bin, best_missing_left = -np.inf, -1, False
+    best_g, best_h, best_n = 0.0, 0.0, 0.0
+    g_left, h_left, n_left = 0.0, 0.0, 0.0
+    # With missing values present, the last value bin is also a candidate: all values left, missing right.
+    last = n_value_bins - 1 if miss_n == 0.0 else n_value_bins
+    for b in range(last):
+        g_left += hist[base + b, 0]
+        h_left += hist[base + b, 1]
+        n_left += hist[base + b, 2]
+        for missing_left in (False, True):
+            if missing_left:
+                if miss_n == 0.0 or b == n_value_bins - 1:
+                    continue
+                g, h, n = g_left + miss_g, h_left + miss_h, n_left + miss_n
+            else:
+                g, h, n = g_left, h_left, n_left
+            g_right, h_right, n_right = sum_grad - g, sum_hess - h, count - n
+            if n < min_samples_leaf or n_right < min_samples_leaf:
+                continue
+            if h < min_sum_hessian or h_right < min_sum_hessian:
+                continue
+            gain = g * g / (h + l2) + g_right * g_right / (h_right + l2) - parent_term
+            if gain > best_gain:
+                best_gain, best_bin, best_missing_left = gain, b, missing_left
+                best_g, best_h, best_n = g, h, n
+    if miss_n == 0.0 and best_bin >= 0:
+        # No missing value reached this node in training: send future ones to the larger child.
+        best_missing_left = best_n >= count - best_n
+    return best_gain, best_bin, best_missing_left, best_g, best_h, best_n
+
+
+@njit(cache=True, parallel=True)
+def find_best_split(hist, n_bins, bin_offsets, features, sum_grad, sum_hess, count, l2, min_samples_leaf,
+                    min_sum_hessian):
+    """Best split over ``features``: (gain, feature, bin, missing_left, left λ sum, left w sum, left count).
+
+    Features are searched in parallel; ties in gain go to the lowest feature index, so the result does not
+    depend on the thread count. A gain of -inf means no admissible split.
+    """
+    n = features.shape[0]
+    gains = np.full(n, -np.inf)
+    bins = np.empty(n, dtype=np.int64)
+    missing_left = np.empty(n, dtype=np.bool_)
+    left_stats = np.empty((n, 3))
+    for k in prange(n):
+        f = features[k]
+        gain, b, ml, g, h, c = _feature_best_split(hist, bin_offsets[f], n_bins[f], sum_grad, sum_hess, count, l2,
+                                                   min_samples_leaf, min_sum_hessian)
+        gains[k] = gain
+        bins[k] = b
+        missing_left[k] = ml
+        left_stats[k, 0] = g
+        left_stats[k, 1] = h
+        left_stats[k, 2] = c
+    best = 0
+    for k in range(1, n):
+        if gains[k] > gains[best]:
+            best = k
+    if n == 0:
+        return -np.inf, -1, -1, False, 0.0, 0.0, 0.0
+    return (gains[best], features[best], bins[best], missing_left[best], left_stats[best, 0], left_stats[best, 1],
+            left_stats[best, 2])

@@ -366,7 +366,8 @@ class LambdaMARTRanker(BaseEstimator):
             parts.append(f"train NDCG@{self.eval_at} {train_score[-1]:.5f}")
         if valid_score:
             parts.append(f"valid NDCG@{self.eval_at} {valid_score[-1]:.5f}")
-        parts.append(f"{elapsed:.1f}s")
+        eta = elapsed / (it + 1) * (self.n_estimators - it - 1)
+        parts.append(f"elapsed {elapsed:.1f}s  eta {eta:.1f}s")
         print("  ".join(parts), flush=True)
 
     # ------------------------------------------------------------ predict

@@ -1,0 +1,635 @@
+"""Tests of binning, histograms, the leaf-wise grower and prediction (lambdamart.binning/histogram/split/grower/
+ensemble/predict), with a brute-force best-first tree written over raw sorted values as the reference."""
+
+import numpy as np
+import pytest
+
+from lambdamart.binning import MIN_SAMPLES_PER_BIN, bin_features, find_thresholds
+from lambdamart.ensemble import concatenate_trees, make_tree
+from lambdamart.grower import add_leaf_values, grow_tree
+from lambdamart.histogram import bin_offsets_for, build_histogram, subtract_histogram
+from lambdamart.predict import add_tree_binned, predict_parallel, predict_serial
+
+# ---------------------------------------------------------------- helpers
+
+
+def feature_thresholds(thresholds, offsets, f):
+    return thresholds[offsets[f]:offsets[f + 1]]
+
+
+def binned(X, max_bins=255):
+    thresholds, offsets = find_thresholds(X, max_bins)
+    codes = bin_features(X, thresholds, offsets)
+    n_bins = np.diff(offsets) + 1
+    return thresholds, offsets, codes, n_bins
+
+
+def grow(X, grad, hess, max_leaf_nodes=2, max_depth=-1, min_samples_leaf=1, min_sum_hessian=0.0, l2=0.0,
+         learning_rate=1.0, max_bins=255, features=None):
+    """Bin X, grow one tree on all rows, and return its raw-threshold node arrays plus the kernel's outputs."""
+    thresholds, offsets, codes, n_bins = binned(X, max_bins)
+    if features is None:
+        features = np.arange(X.shape[1], dtype=np.int64)
+    rows = np.arange(X.shape[0], dtype=np.int64)
+    out = grow_tree(codes, n_bins, bin_offsets_for(n_bins), features, grad.astype(np.float64),
+                    hess.astype(np.float64), rows, max_leaf_nodes, max_depth, min_samples_leaf,
+                    float(min_sum_hessian), float(l2), float(learning_rate))
+    feature, split_bin, missing_left, left, right, value, gain, count, node_start, node_stop = out
+    tree = make_tree(feature, split_bin, missing_left, left, right, value, gain, count, thresholds, offsets)
+    return dict(tree=tree, raw=out, rows=rows, codes=codes, n_bins=n_bins, thresholds=thresholds, offsets=offsets)
+
+
+def node_depths(left, right):
+    depth = np.zeros(left.shape[0], dtype=int)
+    for i in range(left.shape[0]):
+        if left[i] != -1:
+            depth[left[i]] = depth[right[i]] = depth[i] + 1
+    return depth
+
+
+def predict_one_tree(tree, X):
+    ens = concatenate_trees([tree])
+    return predict_serial(X, ens["feature"], ens["threshold"], ens["missing_left"], ens["left"], ens["right"],
+                          ens["value"], ens["tree_starts"])
+
+
+def repeated_values_data(seed, n_features=4, n_distinct=60, repeat=5):
+    """Features whose distinct values each occur ``repeat`` (>= 3) times, so every midpoint is a bin threshold."""
+    rng = np.random.default_rng(seed)
+    n = n_distinct * repeat
+    X = np.empty((n, n_features))
+    for f in range(n_features):
+        values = np.sort(rng.choice(np.arange(-500, 500), n_distinct, replace=False) / 10.0)
+        X[:, f] = rng.permutation(np.repeat(values, repeat))
+    y = np.sin(X[:, 0] / 10) + 0.05 * X[:, 1] + (X[:, 2] > 10) + 0.3 * rng.normal(size=n)
+    return X, y
+
+
+# ---------------------------------------------------------------- brute-force reference tree
+
+
+def brute_force_tree(X, grad, hess, max_leaf_nodes, max_depth=-1, min_samples_leaf=1, min_sum_hessian=0.0, l2=0.0,
+                     learning_rate=1.0):
+    """Best-first tree over raw sorted values (all distinct values frequent enough to be bin boundaries).
+
+    Candidates per feature: "x <= v" for every distinct value v of the node, missing values on either side, and
+    "all values | missing". The stored threshold is the midpoint between v and the next distinct value of the
+    whole column (+inf after the largest). Ties: first feature, lowest value, missing right before left.
+    Node numbering as the grower: the root is 0, children are appended as (left, right).
+    """
+    n, n_features = X.shape
+    columns = [np.unique(X[~np.isnan(X[:, f]), f]) for f in range(n_features)]
+
+    def threshold_after(f, v):
+        col = columns[f]
+        k = np.searchsorted(col, v)
+        if k + 1 >= col.size:
+            return np.inf
+        lower, upper = col[k], col[k + 1]
+        return lower + (upper - lower) / 2.0
+
+    def best_split(rows):
+        G, H = grad[rows].sum(), hess[rows].sum()
+        parent = G * G / (H + l2)
+        best = None
+        for f in range(n_features):
+            x = X[rows, f]
+            miss = np.isnan(x)
+            values = np.unique(x[~miss])
+            for v in values:
+                for missing_left in (False, True):
+                    if missing_left and not miss.any():
+                        continue
+                    go_left = (x <= v) & ~miss
+                    if missing_left:
+                        go_left |= miss
+                    nl = go_left.sum()
+                    nr = rows.size - nl
+                    if nl < min_samples_leaf or nr < min_samples_leaf:
+                        continue
+                    hl, hr = hess[rows[go_left]].sum(), hess[rows[~go_left]].sum()
+                    if hl < min_sum_hessian or hr < min_sum_hessian:
+                        continue
+                    gl, gr = grad[rows[go_left]].sum(), grad[rows[~go_left]].sum()
+                    gain = gl * gl / (hl + l2) + gr * gr / (hr + l2) - parent
+                    if best is None or gain > best["gain"]:
+                        if not miss.any():
+                            # No missing value here: future ones go to the child with more rows.
+                            missing_left = bool(nl >= nr)
+                        best = dict(gain=gain, feature=f, threshold=threshold_after(f, v),
+                                    missing_left=missing_left, left_rows=rows[go_left], right_rows=rows[~go_left])
+        return best
+
+    nodes = [dict(rows=np.arange(n), depth=0)]
+
+    def consider(i):
+        node = nodes[i]
+        splittable = (node["rows"].size >= 2 * min_samples_leaf and node["rows"].size >= 2
+                      and (max_depth < 0 or node["depth"] < max_depth))
+        node["cand"] = best_split(node["rows"]) if splittable else None
+
+    consider(0)
+    n_leaves = 1
+    while n_leaves < max_leaf_nodes:
+        pick = None
+        for i, node in enumerate(nodes):
+            c = node.get("cand")
+            if "split" in node or c is None or not c["gain"] > 0:
+                continue
+            if pick is None or c["gain"] > nodes[pick]["cand"]["gain"]:
+                pick = i
+        if pick is None:
+            break
+        node = nodes[pick]
+        node["split"] = node["cand"]
+        node["left"], node["right"] = len(nodes), len(nodes) + 1
+        for side in ("left_rows", "right_rows"):
+            nodes.append(dict(rows=node["split"][side], depth=node["depth"] + 1))
+        n_leaves += 1
+        consider(node["left"])
+        consider(node["right"])
+    for node in nodes:
+        if "split" not in node:
+            r = node["rows"]
+            node["value"] = -learning_rate * grad[r].sum() / (hess[r].sum() + l2)
+    return nodes
+
+
+def kernel_node_rows(result):
+    """Rows of every node of a grown tree (node_start/node_stop slices of the partitioned rows)."""
+    raw = result["raw"]
+    node_start, node_stop = raw[8], raw[9]
+    return [np.sort(result["rows"][node_start[i]:node_stop[i]]) for i in range(node_start.shape[0])]
+
+
+def assert_same_tree(result, nodes, check_thresholds=True):
+    tree = result["tree"]
+    rows = kernel_node_rows(result)
+    assert tree["feature"].shape[0] == len(nodes)
+    for i, node in enumerate(nodes):
+        np.testing.assert_array_equal(rows[i], np.sort(node["rows"]), err_msg=f"rows of node {i}")
+        if "split" in node:
+            s = node["split"]
+            assert tree["feature"][i] == s["feature"], f"feature of node {i}"
+            assert tree["left"][i] == node["left"] and tree["right"][i] == node["right"]
+            assert tree["gain"][i] == pytest.approx(s["gain"], rel=1e-9, abs=1e-9)
+            assert bool(tree["missing_left"][i]) == s["missing_left"], f"missing side of node {i}"
+            if check_thresholds:
+                assert tree["threshold"][i] == pytest.approx(s["threshold"], rel=1e-12), f"threshold of node {i}"
+        else:
+            assert tree["left"][i] == -1
+            assert tree["value"][i] == pytest.approx(node["value"], rel=1e-10, abs=1e-12), f"value of node {i}"
+            assert tree["count"][i] == node["rows"].size
+
+
+# ---------------------------------------------------------------- binning
+
+
+def test_nan_goes_to_missing_bin_and_inf_to_extreme_bins():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    X[::7, 0] = np.nan
+    X[::11, 1] = np.inf
+    X[::13, 1] = -np.inf
+    X[5, 2] = np.nan
+    thresholds, offsets, codes, n_bins = binned(X, 16)
+    assert codes.dtype == np.uint8 and codes.shape == (3, 200)
+    for f in range(3):
+        nan = np.isnan(X[:, f])
+        assert np.all(codes[f][nan] == n_bins[f])
+        assert np.all(codes[f][~nan] < n_bins[f])
+    assert np.all(codes[1][np.isposinf(X[:, 1])] == n_bins[1] - 1)
+    assert np.all(codes[1][np.isneginf(X[:, 1])] == 0)
+    # Infinities never appear in a threshold that would leave an empty bin, and NaN never is a threshold.
+    assert np.all(np.isfinite(thresholds) | np.isneginf(thresholds))
+
+
+def test_infinities_keep_bins_of_their_own_with_few_distinct_values():
+    X = np.repeat([-np.inf, -1.0, 2.0, np.inf], 4)[:, None]
+    thresholds, offsets, codes, n_bins = binned(X)
+    assert n_bins[0] == 4
+    np.testing.assert_array_equal(codes[0], np.repeat([0, 1, 2, 3], 4))
+    # Unseen values bin by the thresholds: above the largest finite value -> the +inf bin, below -1 -> the -1 bin.
+    unseen = np.array([[5.0], [-7.0], [np.nan], [np.inf], [-np.inf]])
+    np.testing.assert_array_equal(bin_features(unseen, thresholds, offsets)[0], [3, 1, 4, 3, 0])
+
+
+@pytest.mark.parametrize("max_bins", [2, 3, 7, 16, 64, 255])
+def test_number_of_bins_at_most_max_bins(max_bins):
+    rng = np.random.default_rng(max_bins)
+    X = np.column_stack([
+        rng.normal(size=1000),  # continuous: quantile bins
+        rng.integers(0, 400, 1000).astype(float),  # many ties
+        np.where(rng.random(1000) < 0.9, 0.0, rng.normal(size=1000)),  # 90% zeros
+        rng.integers(0, 5, 1000).astype(float),  # few distinct values
+        np.full(1000, 3.0),  # constant
+    ])
+    X[rng.random(1000) < 0.1, 0] = np.nan
+    thresholds, offsets, codes, n_bins = binned(X, max_bins)
+    assert np.all(n_bins <= max_bins)
+    assert np.all(n_bins >= 1)
+    assert n_bins[4] == 1
+    for f in range(X.shape[1]):
+        t = feature_thresholds(thresholds, offsets, f)
+        assert np.all(np.diff(t) > 0), "thresholds must be strictly increasing"
+        assert codes[f].max() <= n_bins[f]
+    if max_bins >= 5:
+        assert n_bins[3] == 5
+    # A continuous column uses (nearly) all the bins it may, and they are roughly balanced.
+    counts = np.bincount(codes[0][~np.isnan(X[:, 0])], minlength=n_bins[0])
+    assert n_bins[0] >= max(1, max_bins - 2)
+    if max_bins <= 64:
+        assert counts.max() <= 2.5 * counts.mean()
+
+
+def test_255_bins_and_missing_fit_uint8():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(3000, 1))
+    X[:10] = np.nan
+    thresholds, offsets, codes, n_bins = binned(X, 255)
+    assert n_bins[0] == 255
+    assert np.all(codes[0][:10] == 255)
+    assert codes[0][10:].max() == 254 and codes[0][10:].min() == 0
+
+
+def test_frequent_distinct_values_each_get_a_bin():
+    rng = np.random.default_rng(2)
+    values = np.array([-3.5, -1.0, 0.0, 0.25, 7.0, 1e6])
+    X = rng.permutation(np.repeat(values, MIN_SAMPLES_PER_BIN))[:, None]
+    thresholds, offsets, codes, n_bins = binned(X, 255)
+    assert n_bins[0] == values.size
+    np.testing.assert_array_equal(thresholds, (values[:-1] + values[1:]) / 2)
+    np.testing.assert_array_equal(codes[0], np.searchsorted(values, X[:, 0]))
+
+
+def test_rare_values_share_a_bin():
+    """A value seen fewer than MIN_SAMPLES_PER_BIN times closes no bin: it joins the next value(s)."""
+    assert MIN_SAMPLES_PER_BIN == 3
+    column = np.array([1.0] * 1 + [2.0] * 1 + [3.0] * 1 + [4.0] * 5 + [5.0] * 2 + [6.0] * 4)
+    thresholds, offsets, codes, n_bins = binned(column[:, None])
+    # Bins: {1, 2, 3} (3 rows), {4} (5 rows), {5, 6}: cut after 3 -> 3.5, after 4 -> 4.5; 5 alone is too rare.
+    np.testing.assert_array_equal(thresholds, [3.5, 4.5])
+    assert n_bins[0] == 3
+
+
+def test_max_bins_distinct_values_exactly():
+    values = np.arange(16, dtype=float)
+    X = np.repeat(values, 3)[:, None]
+    assert binned(X, 16)[3][0] == 16  # 16 distinct values, 16 bins allowed: one bin each
+    assert binned(X, 15)[3][0] <= 15  # one too many: quantiles
+
+
+def test_thresholds_from_a_row_subsample():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(500, 2))
+    rows = np.sort(rng.choice(500, 100, replace=False))
+    t1, o1 = find_thresholds(X, 32, rows)
+    t2, o2 = find_thresholds(X[rows], 32)
+    np.testing.assert_array_equal(t1, t2)
+    np.testing.assert_array_equal(o1, o2)
+
+
+def test_all_nan_and_constant_columns():
+    X = np.column_stack([np.full(20, np.nan), np.full(20, 2.0)])
+    thresholds, offsets, codes, n_bins = binned(X)
+    np.testing.assert_array_equal(n_bins, [1, 1])
+    assert np.all(codes[0] == 1) and np.all(codes[1] == 0)
+
+
+@pytest.mark.parametrize("max_bins", [4, 32, 255])
+def test_bin_le_b_iff_raw_le_threshold(max_bins):
+    rng = np.random.default_rng(max_bins + 7)
+    train = np.column_stack([rng.normal(size=600), rng.integers(0, 10, 600).astype(float),
+                             np.round(rng.exponential(size=600), 1)])
+    train[rng.random(600) < 0.05, 2] = np.nan
+    thresholds, offsets = find_thresholds(train, max_bins)
+    # Unseen values, values equal to thresholds, out of range, infinities.
+    test = np.concatenate([rng.normal(scale=3, size=(300, 3)), np.tile(thresholds[:, None], (1, 3)),
+                           np.array([[np.inf] * 3, [-np.inf] * 3, [1e300] * 3, [-1e300] * 3])])
+    test = np.concatenate([test, np.nextafter(test, np.inf), np.nextafter(test, -np.inf)])
+    codes = bin_features(test, thresholds, offsets)
+    for f in range(3):
+        t = feature_thresholds(thresholds, offsets, f)
+        x = test[:, f]
+        for b in range(t.size):
+            np.testing.assert_array_equal(codes[f] <= b, x <= t[b])
+        # And the code is the number of thresholds strictly below the value.
+        np.testing.assert_array_equal(codes[f], (x[:, None] > t[None, :]).sum(axis=1))
+
+
+def test_float32_features_bin_like_float64():
+    rng = np.random.default_rng(4)
+    X32 = rng.normal(size=(300, 2)).astype(np.float32)
+    X32[::9, 1] = np.nan
+    t32, o32 = find_thresholds(X32, 32)
+    t64, o64 = find_thresholds(X32.astype(np.float64), 32)
+    np.testing.assert_array_equal(t32, t64)
+    np.testing.assert_array_equal(bin_features(X32, t32, o32), bin_features(X32.astype(np.float64), t64, o64))
+
+
+# Known issue (see the report): a midpoint between two adjacent doubles may round up to the larger one, which then
+# falls into the lower bin; and the midpoint of two huge values of opposite sign overflows to +inf and is dropped.
+@pytest.mark.xfail(strict=True, reason="BUG: midpoint threshold rounds onto the upper value / overflows")
+@pytest.mark.parametrize("values", [[1.0 + 2.0 ** -52, 1.0 + 2.0 ** -51], [-1.5e308, 1.5e308]],
+                         ids=["adjacent-doubles", "huge-opposite"])
+def test_frequent_distinct_extreme_values_each_get_a_bin(values):
+    X = np.repeat(values, 5)[:, None]
+    thresholds, offsets, codes, n_bins = binned(X)
+    assert n_bins[0] == 2
+    np.testing.assert_array_equal(codes[0], np.repeat([0, 1], 5))
+
+
+# ---------------------------------------------------------------- histograms
+
+
+def test_histogram_subtraction_equals_direct_build():
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(400, 5))
+    X[rng.random((400, 5)) < 0.1] = np.nan
+    thresholds, offsets, codes, n_bins = binned(X, 32)
+    bin_offsets = bin_offsets_for(n_bins)
+    features = np.arange(5, dtype=np.int64)
+    grad, hess = rng.normal(size=400), rng.uniform(0.1, 1.0, 400)
+    parent_rows = np.sort(rng.choice(400, 300, replace=False)).astype(np.int64)
+    in_child = rng.random(300) < 0.35
+    child_rows, sibling_rows = parent_rows[in_child], parent_rows[~in_child]
+
+    def direct(rows):
+        hist = np.full((bin_offsets[-1], 3), np.nan)
+        build_histogram(codes, rows, grad[rows], hess[rows], bin_offsets, features, hist)
+        return hist
+
+    parent, child, sibling = direct(parent_rows), direct(child_rows), direct(sibling_rows)
+    # The direct build: per feature and bin, the sums of λ, w and the row count.
+    for f in range(5):
+        for b in range(n_bins[f] + 1):
+            sel = parent_rows[codes[f][parent_rows] == b]
+            h = parent[bin_offsets[f] + b]
+            assert h[2] == sel.size
+            assert h[0] == pytest.approx(grad[sel].sum(), abs=1e-12)
+            assert h[1] == pytest.approx(hess[sel].sum(), abs=1e-12)
+    subtract_histogram(parent, child, bin_offsets, features)
+    np.testing.assert_allclose(parent[:, :2], sibling[:, :2], rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(parent[:, 2], sibling[:, 2])
+
+
+def test_histogram_only_touches_listed_features():
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(50, 3))
+    thresholds, offsets, codes, n_bins = binned(X, 8)
+    bin_offsets = bin_offsets_for(n_bins)
+    hist = np.full((bin_offsets[-1], 3), -5.0)
+    rows = np.arange(50, dtype=np.int64)
+    build_histogram(codes, rows, np.ones(50), np.ones(50), bin_offsets, np.array([1], dtype=np.int64), hist)
+    assert np.all(hist[:bin_offsets[1]] == -5.0) and np.all(hist[bin_offsets[2]:] == -5.0)
+    assert hist[bin_offsets[1]:bin_offsets[2], 2].sum() == 50
+
+
+# ---------------------------------------------------------------- trees against the brute force
+
+
+@pytest.mark.parametrize("max_leaf_nodes", [2, 3, 5, 12])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_regression_tree_matches_brute_force(seed, max_leaf_nodes):
+    X, y = repeated_values_data(seed)
+    grad, hess = -y, np.ones_like(y)
+    result = grow(X, grad, hess, max_leaf_nodes=max_leaf_nodes, learning_rate=0.1)
+    nodes = brute_force_tree(X, grad, hess, max_leaf_nodes, learning_rate=0.1)
+    assert_same_tree(result, nodes)
+    assert (result["tree"]["left"] == -1).sum() == max_leaf_nodes
+
+
+# Known issue (see the report): a bin that holds no row of the node repeats the previous candidate split, but in a
+# histogram obtained by subtraction (parent - sibling) its λ sum is rounding noise instead of exactly 0, so its gain
+# can exceed the equal candidate of the lowest bin by an ulp: the same rows go left, but the stored threshold lands
+# in a later empty bin and unseen values in between are routed differently. Skipping bins with count 0 in
+# split._feature_best_split fixes it.
+@pytest.mark.xfail(strict=True, reason="BUG: empty bins of subtracted histograms win gain ties by rounding noise")
+@pytest.mark.parametrize("seed", [11, 21])
+def test_deep_tree_thresholds_match_brute_force(seed):
+    X, y = repeated_values_data(seed, n_features=3)
+    grad, hess = -y, np.ones_like(y)
+    result = grow(X, grad, hess, max_leaf_nodes=30)
+    nodes = brute_force_tree(X, grad, hess, 30)
+    assert_same_tree(result, nodes, check_thresholds=False)  # rows, features and values agree ...
+    assert_same_tree(result, nodes)  # ... but one threshold sits at a later, empty bin
+
+
+@pytest.mark.parametrize("params", [
+    dict(min_samples_leaf=40),
+    dict(max_depth=2),
+    dict(max_depth=3, min_samples_leaf=15, l2=5.0),
+    dict(min_sum_hessian=30.0),
+], ids=["min_samples_leaf", "max_depth", "depth-leaf-l2", "min_sum_hessian"])
+def test_constrained_tree_matches_brute_force(params):
+    X, y = repeated_values_data(3)
+    rng = np.random.default_rng(3)
+    grad = -y
+    hess = np.ones_like(y) if "min_sum_hessian" not in params else rng.uniform(0.2, 1.0, y.size)
+    kw = dict(max_depth=-1, min_samples_leaf=1, min_sum_hessian=0.0, l2=0.0) | params
+    result = grow(X, grad, hess, max_leaf_nodes=20, learning_rate=0.3, **kw)
+    nodes = brute_force_tree(X, grad, hess, 20, learning_rate=0.3, **kw)
+    assert_same_tree(result, nodes)
+    tree = result["tree"]
+    leaves = tree["left"] == -1
+    node_rows = kernel_node_rows(result)
+    assert np.all(tree["count"][leaves] >= kw["min_samples_leaf"])
+    for i in np.flatnonzero(leaves):
+        assert hess[node_rows[i]].sum() >= kw["min_sum_hessian"]
+    if kw["max_depth"] > 0:
+        assert node_depths(tree["left"], tree["right"]).max() <= kw["max_depth"]
+
+
+def test_leaves_partition_rows_and_values_are_newton_steps():
+    X, y = repeated_values_data(4)
+    rng = np.random.default_rng(4)
+    grad, hess = -y, rng.uniform(0.5, 2.0, y.size)
+    result = grow(X, grad, hess, max_leaf_nodes=9, min_samples_leaf=10, l2=2.0, learning_rate=0.2)
+    tree = result["tree"]
+    node_rows = kernel_node_rows(result)
+    leaves = np.flatnonzero(tree["left"] == -1)
+    assert np.array_equal(np.sort(np.concatenate([node_rows[i] for i in leaves])), np.arange(y.size))
+    for i in leaves:
+        r = node_rows[i]
+        assert tree["value"][i] == pytest.approx(-0.2 * grad[r].sum() / (hess[r].sum() + 2.0), rel=1e-10)
+    # Children's rows are the parent's, split by the stored raw threshold.
+    for i in np.flatnonzero(tree["left"] != -1):
+        x = X[node_rows[i], tree["feature"][i]]
+        np.testing.assert_array_equal(node_rows[tree["left"][i]], node_rows[i][x <= tree["threshold"][i]])
+    # add_leaf_values adds each leaf's value to its rows: the same as predicting the training rows.
+    scores = np.zeros(y.size)
+    raw = result["raw"]
+    add_leaf_values(scores, result["rows"], raw[0], raw[5], raw[8], raw[9])
+    np.testing.assert_array_equal(scores, predict_one_tree(tree, X))
+
+
+def test_min_samples_leaf_and_max_depth_on_continuous_data():
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(1000, 6))
+    y = X[:, 0] * 2 + np.sin(3 * X[:, 1]) + rng.normal(size=1000)
+    for msl, depth in [(1, -1), (25, -1), (5, 3), (60, 2)]:
+        result = grow(X, -y, np.ones(1000), max_leaf_nodes=31, max_depth=depth, min_samples_leaf=msl, max_bins=64)
+        tree = result["tree"]
+        leaves = tree["left"] == -1
+        assert np.all(tree["count"][leaves] >= msl)
+        assert tree["count"][leaves].sum() == 1000
+        if depth > 0:
+            assert node_depths(tree["left"], tree["right"]).max() <= depth
+            assert leaves.sum() <= 2 ** depth
+        else:
+            assert leaves.sum() <= 31
+            # Growth stops early only when no leaf can be split any more (each needs 2 * min_samples_leaf rows).
+            assert leaves.sum() == 31 or np.all(tree["count"][leaves] < 2 * msl)
+
+
+def test_no_split_when_nothing_to_gain():
+    X, _ = repeated_values_data(5)
+    result = grow(X, np.zeros(X.shape[0]), np.ones(X.shape[0]), max_leaf_nodes=8)
+    assert result["tree"]["feature"].shape == (1,) and result["tree"]["left"][0] == -1
+    assert result["tree"]["value"][0] == 0.0
+
+
+def test_feature_subset_is_respected_and_ties_go_to_lowest_feature():
+    X, y = repeated_values_data(6)
+    X = np.column_stack([X[:, 0], X[:, 0], X[:, 0]])  # three identical columns: every gain ties
+    result = grow(X, -y, np.ones_like(y), max_leaf_nodes=6)
+    assert set(result["tree"]["feature"][result["tree"]["left"] != -1].tolist()) == {0}
+    sub = grow(X, -y, np.ones_like(y), max_leaf_nodes=6, features=np.array([1, 2], dtype=np.int64))
+    assert set(sub["tree"]["feature"][sub["tree"]["left"] != -1].tolist()) == {1}
+    np.testing.assert_array_equal(sub["tree"]["value"], result["tree"]["value"])
+
+
+# ---------------------------------------------------------------- missing values
+
+
+def missing_data(seed, nan_label):
+    rng = np.random.default_rng(seed)
+    x = rng.permutation(np.repeat(np.arange(10, dtype=float), 20))
+    y = x + 0.1 * rng.normal(size=200)
+    nan = rng.random(200) < 0.2
+    x[nan] = np.nan
+    y[nan] = nan_label + 0.1 * rng.normal(size=nan.sum())
+    noise = rng.permutation(np.repeat(np.arange(20, dtype=float), 10))
+    return np.column_stack([noise, x]), y, nan
+
+
+@pytest.mark.parametrize("nan_label, side", [(9.0, "high"), (0.0, "low"), (30.0, "alone")])
+def test_missing_values_go_to_the_better_side(nan_label, side):
+    X, y, nan = missing_data(0, nan_label)
+    result = grow(X, -y, np.ones_like(y), max_leaf_nodes=2)
+    tree = result["tree"]
+    assert tree["feature"][0] == 1
+    pred = predict_one_tree(tree, X)
+    x = X[:, 1]
+    if side == "alone":
+        # The missing rows differ from everything else: they form a leaf of their own.
+        assert np.all(pred[nan] == pred[nan][0]) and np.all(pred[~nan] != pred[nan][0])
+    elif side == "high":
+        assert np.all(pred[nan] == pred[x == 9][0]) and pred[nan][0] != pred[x == 0][0]
+    else:
+        assert np.all(pred[nan] == pred[x == 0][0]) and pred[nan][0] != pred[x == 9][0]
+    # The learned side is the one that maximises the gain: same partition as the brute force.
+    nodes = brute_force_tree(X, -y, np.ones_like(y), 2)
+    assert {frozenset(nodes[1]["rows"].tolist()), frozenset(nodes[2]["rows"].tolist())} == \
+        {frozenset(r.tolist()) for r in kernel_node_rows(result)[1:3]}
+    assert tree["gain"][0] == pytest.approx(nodes[0]["split"]["gain"], rel=1e-9)
+
+
+def test_missing_values_tree_leaves_match_brute_force():
+    rng = np.random.default_rng(9)
+    X, y = repeated_values_data(9)
+    X[rng.random(X.shape) < 0.15] = np.nan
+    y[np.isnan(X[:, 0])] += 1.5
+    result = grow(X, -y, np.ones_like(y), max_leaf_nodes=8, min_samples_leaf=5)
+    nodes = brute_force_tree(X, -y, np.ones_like(y), 8, min_samples_leaf=5)
+    kernel_leaves = {frozenset(r.tolist()): v for r, v, l in
+                     zip(kernel_node_rows(result), result["tree"]["value"], result["tree"]["left"]) if l == -1}
+    brute_leaves = {frozenset(n["rows"].tolist()): n["value"] for n in nodes if "split" not in n}
+    assert kernel_leaves.keys() == brute_leaves.keys()
+    for k, v in kernel_leaves.items():
+        assert v == pytest.approx(brute_leaves[k], rel=1e-10)
+
+
+@pytest.mark.parametrize("left_fraction, expected_missing_left", [(0.7, True), (0.3, False)])
+def test_unseen_missing_values_go_to_the_larger_child(left_fraction, expected_missing_left):
+    n = 100
+    n_left = int(left_fraction * n)
+    x = np.concatenate([np.zeros(n_left), np.ones(n - n_left)])
+    y = np.concatenate([np.zeros(n_left), np.ones(n - n_left)])
+    result = grow(x[:, None], -y, np.ones(n), max_leaf_nodes=2)
+    tree = result["tree"]
+    assert tree["feature"][0] == 0 and bool(tree["missing_left"][0]) == expected_missing_left
+    pred = predict_one_tree(tree, np.array([[np.nan], [0.0], [1.0]]))
+    assert pred[0] == (pred[1] if expected_missing_left else pred[2])
+
+
+def test_split_values_from_missing_uses_infinite_threshold():
+    """A constant feature with missing values splits "values | missing": the threshold is +inf."""
+    x = np.array([1.0] * 10 + [np.nan] * 10)
+    y = np.array([0.0] * 10 + [1.0] * 10)
+    result = grow(x[:, None], -y, np.ones(20), max_leaf_nodes=2)
+    tree = result["tree"]
+    assert tree["feature"][0] == 0 and tree["threshold"][0] == np.inf and not tree["missing_left"][0]
+    pred = predict_one_tree(tree, np.array([[1.0], [1e300], [np.inf], [-np.inf], [np.nan]]))
+    assert pred[0] == pred[1] == pred[2] == pred[3] != pred[4]
+
+
+# ---------------------------------------------------------------- prediction paths agree
+
+
+def test_predict_serial_parallel_and_binned_agree():
+    rng = np.random.default_rng(10)
+    X = rng.normal(size=(600, 5))
+    X[rng.random(X.shape) < 0.1] = np.nan
+    X[:, 3] = np.round(X[:, 3], 1)
+    thresholds, offsets, codes, n_bins = binned(X, 32)
+    bin_offsets = bin_offsets_for(n_bins)
+    features = np.arange(5, dtype=np.int64)
+    y = np.nan_to_num(X[:, 0]) + np.isnan(X[:, 1]) + rng.normal(size=600)
+    trees, binned_parts = [], []
+    X_test = np.concatenate([rng.normal(scale=2, size=(300, 5)), X[:100]])
+    X_test[rng.random(X_test.shape) < 0.1] = np.nan
+    X_test[::17, 2] = np.inf
+    X_test[::19, 4] = -np.inf
+    X_test[::23, 0] = np.repeat(thresholds[:5], 4)[: X_test[::23, 0].shape[0]]  # values on thresholds
+    test_codes = bin_features(X_test, thresholds, offsets)
+    binned_scores = np.zeros(X_test.shape[0])
+    for t in range(4):
+        grad = -(y - 0.5 * t)
+        hess = rng.uniform(0.5, 1.5, 600)
+        out = grow_tree(codes, n_bins, bin_offsets, features, grad, hess, np.arange(600, dtype=np.int64), 15, -1, 5,
+                        1e-3, 0.5, 0.1)
+        feature, split_bin, missing_left, left, right, value = out[:6]
+        trees.append(make_tree(*out[:8], thresholds, offsets))
+        add_tree_binned(test_codes, n_bins, feature, split_bin, missing_left, left, right, value,
+                        np.arange(X_test.shape[0], dtype=np.int64), binned_scores)
+    ens = concatenate_trees(trees)
+    args = (ens["feature"], ens["threshold"], ens["missing_left"], ens["left"], ens["right"], ens["value"],
+            ens["tree_starts"])
+    serial = predict_serial(X_test, *args)
+    parallel = predict_parallel(X_test, *args)
+    np.testing.assert_array_equal(serial, parallel)
+    np.testing.assert_array_equal(serial, binned_scores)
+    assert np.unique(serial).size > 10
+    # A subset of rows through add_tree_binned touches only those rows.
+    part = np.zeros(X_test.shape[0])
+    some = np.arange(0, X_test.shape[0], 3, dtype=np.int64)
+    out = grow_tree(codes, n_bins, bin_offsets, features, -y, np.ones(600), np.arange(600, dtype=np.int64), 15, -1,
+                    5, 1e-3, 0.0, 0.1)
+    add_tree_binned(test_codes, n_bins, out[0], out[1], out[2], out[3], out[4], out[5], some, part)
+    full = predict_one_tree(make_tree(*out[:8], thresholds, offsets), X_test)
+    np.testing.assert_array_equal(part[some], full[some])
+    assert np.all(np.delete(part, some) == 0.0)
+
+
+def test_concatenate_trees_layout():
+    X, y = repeated_values_data(11, n_features=3)
+    a = grow(X, -y, np.ones_like(y), max_leaf_nodes=3)["tree"]
+    b = grow(X, y, np.ones_like(y), max_leaf_nodes=4)["tree"]
+    ens = concatenate_trees([a, b])
+    np.testing.assert_array_equal(ens["tree_starts"], [0, a["feature"].size])
+    n_a = a["feature"].size
+    np.testing.assert_array_equal(ens["left"][n_a:], np.where(b["left"] >= 0, b["left"] + n_a, -1))
+    both = predict_serial(X, ens["feature"], ens["threshold"], ens["missing_left"], ens["left"], ens["right"],
+                          ens["value"], ens["tree_starts"])
+    np.testing.assert_array_equal(both, predict_one_tree(a, X) + predict_one_tree(b, X))

@@ -52,14 +52,16 @@ def _feature_thresholds(column, max_bins):
     if distinct.size <= max_bins:
         cuts = _cuts_after(counts[:-1])
         lower, upper = distinct[cuts], distinct[cuts + 1]
-        thresholds = lower + (upper - lower) / 2.0
-        # Next to an infinity the midpoint is inf or NaN; cut at the finite neighbour instead, so that the largest
-        # finite value is not merged into the +inf bin (and -inf keeps a bin of its own).
-        thresholds = np.where(np.isposinf(upper), lower, thresholds)
-        thresholds = np.where(np.isneginf(lower), lower, thresholds)
+        # Halves first, so huge values of opposite sign do not overflow. Rounding between adjacent doubles, or an
+        # infinite neighbour, can put the midpoint on or past `upper` (or make it NaN); cutting at `lower` then
+        # keeps the two values apart.
+        with np.errstate(invalid="ignore"):
+            mids = lower * 0.5 + upper * 0.5
+        thresholds = np.where((mids >= upper) | np.isnan(mids), lower, mids)
     else:
         quantiles = np.linspace(0, 100, max_bins + 1)[1:-1]
-        thresholds = np.unique(np.percentile(values, quantiles, method="midpoint"))
+        with np.errstate(invalid="ignore"):
+            thresholds = np.unique(np.percentile(values, quantiles, method="midpoint"))
     # A +inf threshold would only leave an empty bin above it; NaN arises from averaging -inf with +inf.
     return thresholds[~(np.isnan(thresholds) | np.isposinf(thresholds))]
 

@@ -25,6 +25,7 @@ from .binning import MAX_BINS, bin_features, find_thresholds
 from .ensemble import concatenate_trees, make_tree
 from .grower import add_leaf_values, grow_tree
 from .histogram import bin_offsets_for
+from ._metric_kernels import NDCG, per_query
 from .metrics import ndcg
 from .objective import discount_table, inverse_ideal_dcg, lambdarank_gradients
 from .predict import add_tree_binned, predict_parallel, predict_serial
@@ -357,7 +358,9 @@ class LambdaMARTRanker(BaseEstimator):
         return trees
 
     def _ndcg(self, data, scores):
-        return ndcg(data["y"], scores, _qid_from_offsets(data["offsets"]), k=self.eval_at, gain=self.gain)
+        """NDCG@eval_at of scores laid out like ``data`` (queries without relevant documents count 1)."""
+        values = per_query(NDCG, data["gains"], data["gains"], scores, data["offsets"], self.eval_at, True)
+        return float(np.mean(np.where(np.isnan(values), 1.0, values)))
 
     def _print_progress(self, it, train_score, valid_score, start_time):
         elapsed = time.perf_counter() - start_time
@@ -437,10 +440,6 @@ def _query_rows(offsets, queries):
     sizes = offsets[queries + 1] - offsets[queries]
     starts = np.repeat(offsets[queries] - np.concatenate(([0], np.cumsum(sizes)[:-1])), sizes)
     return (starts + np.arange(sizes.sum())).astype(np.int64)
-
-
-def _qid_from_offsets(offsets):
-    return np.repeat(np.arange(offsets.shape[0] - 1), np.diff(offsets))
 
 
 @contextmanager

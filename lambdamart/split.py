@@ -21,6 +21,10 @@ def _feature_best_split(hist, base, n_value_bins, sum_grad, sum_hess, count, l2,
     # With missing values present, the last value bin is also a candidate: all values left, missing right.
     last = n_value_bins - 1 if miss_n == 0.0 else n_value_bins
     for b in range(last):
+        if hist[base + b, 2] == 0.0:
+            # An empty bin moves no row: the threshold before it is the same split. Skipping it also keeps the
+            # rounding noise a subtracted histogram leaves in empty bins from deciding between equal splits.
+            continue
         g_left += hist[base + b, 0]
         h_left += hist[base + b, 1]
         n_left += hist[base + b, 2]

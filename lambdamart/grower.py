@@ -9,7 +9,13 @@ import numpy as np
 from numba import njit, prange
 
 from .histogram import build_histogram, subtract_histogram
-from .split import find_best_split
+from .split import find_best_split, leaf_value
+
+
+def make_workspace(n_rows, total_bins, max_leaf_nodes):
+    """Scratch buffers for :func:`grow_tree`: one histogram per possible leaf, node-ordered λ and w, and rows."""
+    return (np.empty((max_leaf_nodes, total_bins, 3)), np.empty(n_rows), np.empty(n_rows),
+            np.empty(n_rows, dtype=np.int64))
 
 
 @njit(cache=True)
@@ -46,7 +52,7 @@ def _partition(codes, rows, start, stop, feature, split_bin, missing_bin, missin
 
 @njit(cache=True)
 def grow_tree(codes, n_bins, bin_offsets, features, grad, hess, rows, max_leaf_nodes, max_depth, min_samples_leaf,
-              min_sum_hessian, l2, learning_rate):
+              min_sum_hessian, l2, learning_rate, workspace):
     """Grow one tree on the rows ``rows`` (partitioned in place).
 
     Parameters
@@ -64,6 +70,8 @@ def grow_tree(codes, n_bins, bin_offsets, features, grad, hess, rows, max_leaf_n
         Rows of this tree (all, or a subsample); reordered so each leaf's rows are contiguous.
     max_depth : int
         -1 for no limit.
+    workspace : tuple
+        Scratch buffers from :func:`make_workspace`, reused from tree to tree.
 
     Returns
     -------
@@ -94,10 +102,7 @@ def grow_tree(codes, n_bins, bin_offsets, features, grad, hess, rows, max_leaf_n
     cand_left_grad = np.zeros(max_nodes)
     cand_left_hess = np.zeros(max_nodes)
 
-    hists = np.empty((max_leaf_nodes, bin_offsets[-1], 3))
-    ordered_grad = np.empty(n_rows)
-    ordered_hess = np.empty(n_rows)
-    buffer = np.empty(n_rows, dtype=rows.dtype)
+    hists, ordered_grad, ordered_hess, buffer = workspace
 
     node_stop[0] = n_rows
     count[0] = n_rows
@@ -157,7 +162,7 @@ def grow_tree(codes, n_bins, bin_offsets, features, grad, hess, rows, max_leaf_n
 
     for i in range(n_nodes):
         if left[i] == -1:
-            value[i] = -learning_rate * sum_grad[i] / (sum_hess[i] + l2)
+            value[i] = learning_rate * leaf_value(sum_grad[i], sum_hess[i], l2)
     return (feature[:n_nodes], split_bin[:n_nodes], missing_left[:n_nodes], left[:n_nodes], right[:n_nodes],
             value[:n_nodes], gain[:n_nodes], count[:n_nodes], node_start[:n_nodes], node_stop[:n_nodes])
 

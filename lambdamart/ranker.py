@@ -23,7 +23,7 @@ from ._gains import check_labels, label_gains
 from ._queries import group_from_sizes, group_queries
 from .binning import MAX_BINS, bin_features, find_thresholds
 from .ensemble import concatenate_trees, make_tree
-from .grower import add_leaf_values, grow_tree
+from .grower import add_leaf_values, grow_tree, make_workspace
 from .histogram import bin_offsets_for
 from ._metric_kernels import NDCG, per_query
 from .metrics import ndcg
@@ -63,7 +63,7 @@ class LambdaMARTRanker(BaseEstimator):
     max_depth : int or None, default=None
         Maximum depth of a tree; None for no limit.
     min_samples_leaf : int, default=20
-        Minimum number of rows in a leaf.
+        Minimum number of rows in a leaf (rows of zero weight count, as in LightGBM).
     min_sum_hessian : float, default=1e-3
         Minimum sum of second-order weights w in a leaf.
     l2_regularization : float, default=0.0
@@ -221,9 +221,7 @@ class LambdaMARTRanker(BaseEstimator):
         return self
 
     def _check_fit_data(self, X, y, qid, group, sample_weight):
-        X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),
-                          ensure_all_finite=False, reset=True)
-        X = _densify(X)
+        X = _check_X(self, X, reset=True)
         y = check_labels(y, "y")
         if y.ndim != 1 or y.shape[0] != X.shape[0]:
             raise ValueError(f"y must be one label per row: X has {X.shape[0]} rows, y has shape {y.shape}.")
@@ -231,7 +229,7 @@ class LambdaMARTRanker(BaseEstimator):
             raise ValueError("pass either qid (one id per row) or group (query sizes), not both.")
         groups = group_from_sizes(group, X.shape[0]) if group is not None else group_queries(qid, X.shape[0])
         if sample_weight is not None:
-            sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
+            sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
         return X, y, groups, sample_weight
 
     def _split_train_valid(self, X, y, groups, sample_weight, eval_set, rng):
@@ -267,8 +265,7 @@ class LambdaMARTRanker(BaseEstimator):
             raise ValueError(f"eval_set[{i}] must be a tuple (X, y) or (X, y, qid).")
         X_v, y_v = item[0], item[1]
         qid_v = item[2] if len(item) == 3 else None
-        X_v = _densify(validate_data(self, X_v, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),
-                                     ensure_all_finite=False, reset=False))
+        X_v = _check_X(self, X_v, reset=False)
         y_v = check_labels(y_v, f"eval_set[{i}] y")
         if y_v.shape[0] != X_v.shape[0]:
             raise ValueError(f"eval_set[{i}]: X has {X_v.shape[0]} rows but y has {y_v.shape[0]}.")
@@ -305,6 +302,7 @@ class LambdaMARTRanker(BaseEstimator):
         n_tree_features = max(1, int(round(self.max_features * n_features)))
         n_tree_queries = max(1, int(round(self.subsample * n_queries)))
         max_depth = -1 if self.max_depth is None else self.max_depth
+        workspace = make_workspace(n_rows, int(bin_offsets[-1]), self.max_leaf_nodes)
 
         trees, train_score, valid_score = [], [], []
         best_score, best_iter = -np.inf, 0
@@ -323,7 +321,7 @@ class LambdaMARTRanker(BaseEstimator):
                                  bool(self.query_normalization), train["sample_weight"], grad, hess)
             tree = grow_tree(codes, n_bins, bin_offsets, features, grad, hess, rows, self.max_leaf_nodes, max_depth,
                              self.min_samples_leaf, float(self.min_sum_hessian), float(self.l2_regularization),
-                             float(self.learning_rate))
+                             float(self.learning_rate), workspace)
             feature, split_bin, missing_left, left, right, value, gain, count, node_start, node_stop = tree
             add_leaf_values(scores, rows, feature, value, node_start, node_stop)
             if rows.shape[0] < n_rows:
@@ -387,9 +385,7 @@ class LambdaMARTRanker(BaseEstimator):
         ndarray of float64, shape (n_samples,)
         """
         check_is_fitted(self, "_trees")
-        X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),
-                          ensure_all_finite=False, reset=False, ensure_min_samples=0)
-        X = _densify(X)
+        X = _check_X(self, X, reset=False, ensure_min_samples=0)
         t = self._trees
         args = (X, t["feature"], t["threshold"], t["missing_left"], t["left"], t["right"], t["value"],
                 t["tree_starts"])
@@ -418,8 +414,14 @@ class LambdaMARTRanker(BaseEstimator):
         return importances / total if total > 0 else importances
 
 
-def _densify(X):
-    return X.toarray() if sp.issparse(X) else X
+def _check_X(estimator, X, reset, **kwargs):
+    """Validated float32/float64 features, dense and C-contiguous (one compiled layout per kernel).
+
+    NaN means missing and ±inf is a value, so neither is rejected. Sparse input is densified.
+    """
+    X = validate_data(estimator, X, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),
+                      ensure_all_finite=False, reset=reset, **kwargs)
+    return np.ascontiguousarray(X.toarray() if sp.issparse(X) else X)
 
 
 def _query_set(X, y, offsets, gain):

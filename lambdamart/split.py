@@ -10,11 +10,25 @@ from numba import njit, prange
 
 
 @njit(cache=True)
+def leaf_objective(sum_grad, sum_hess, l2):
+    """G² / (H + l2): how much a leaf with these sums lowers the loss; 0 when it has no weight at all."""
+    denominator = sum_hess + l2
+    return sum_grad * sum_grad / denominator if denominator > 0.0 else 0.0
+
+
+@njit(cache=True)
+def leaf_value(sum_grad, sum_hess, l2):
+    """Newton step -G / (H + l2); 0 for a leaf without weight (nothing to learn there)."""
+    denominator = sum_hess + l2
+    return -sum_grad / denominator if denominator > 0.0 else 0.0
+
+
+@njit(cache=True)
 def _feature_best_split(hist, base, n_value_bins, sum_grad, sum_hess, count, l2, min_samples_leaf, min_sum_hessian):
     """Best (gain, bin, missing_left, left λ sum, left w sum, left count) for one feature; gain -inf if none."""
     missing = base + n_value_bins
     miss_g, miss_h, miss_n = hist[missing, 0], hist[missing, 1], hist[missing, 2]
-    parent_term = sum_grad * sum_grad / (sum_hess + l2)
+    parent_term = leaf_objective(sum_grad, sum_hess, l2)
     best_gain, best_bin, best_missing_left = -np.inf, -1, False
     best_g, best_h, best_n = 0.0, 0.0, 0.0
     g_left, h_left, n_left = 0.0, 0.0, 0.0
@@ -40,7 +54,7 @@ def _feature_best_split(hist, base, n_value_bins, sum_grad, sum_hess, count, l2,
                 continue
             if h < min_sum_hessian or h_right < min_sum_hessian:
                 continue
-            gain = g * g / (h + l2) + g_right * g_right / (h_right + l2) - parent_term
+            gain = leaf_objective(g, h, l2) + leaf_objective(g_right, h_right, l2) - parent_term
             if gain > best_gain:
                 best_gain, best_bin, best_missing_left = gain, b, missing_left
                 best_g, best_h, best_n = g, h, n

@@ -427,10 +427,8 @@ def test_feature_importances(data):
     assert imp[0] > 0  # the strongest feature is used
 
 
-# Known bug (see the report): when every row of a tree has w = 0 (all labels equal in the training queries, or in
-# the queries a subsample drew), grow_tree's leaf value -lr * 0 / (0 + l2) is 0/0, which numba (error_model
-# "python") raises as ZeroDivisionError; the warning promises a constant model instead.
-@pytest.mark.xfail(strict=True, raises=ZeroDivisionError, reason="BUG: leaf value 0/0 when Σw + l2 == 0")
+# A tree whose rows all have w = 0 (all labels equal, or a subsample of queries without pairs) gets leaf value 0,
+# not 0/0.
 def test_all_equal_labels_warns_and_predicts_constant(data):
     X, _, qid = data
     with pytest.warns(UserWarning, match="all labels equal"):
@@ -438,8 +436,6 @@ def test_all_equal_labels_warns_and_predicts_constant(data):
     assert np.unique(ranker.predict(X)).size == 1
 
 
-# Known bug, same cause: a subsample that draws only queries without pairs gives a root with Σw = 0.
-@pytest.mark.xfail(strict=True, raises=ZeroDivisionError, reason="BUG: leaf value 0/0 when Σw + l2 == 0")
 def test_subsample_of_queries_without_pairs():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(200, 3))
@@ -450,10 +446,8 @@ def test_subsample_of_queries_without_pairs():
     assert np.all(np.isfinite(ranker.predict(X)))
 
 
-# Known bug, same cause: with min_sum_hessian=0 a split may leave a side with Σw = 0 (rows of queries whose labels
-# are all equal), and the gain G²/(H + l2) is 0/0 inside find_best_split's prange, which surfaces as SystemError
-# ("returned a result with an exception set"). Any l2_regularization > 0 avoids it.
-@pytest.mark.xfail(strict=True, raises=(ZeroDivisionError, SystemError), reason="BUG: gain 0/0 when H + l2 == 0")
+# With min_sum_hessian=0 a split may leave a side with Σw = 0 (rows of queries whose labels are all equal): its
+# gain term counts 0 instead of dividing 0 by 0.
 def test_min_sum_hessian_zero_with_zero_weight_rows():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(200, 3))

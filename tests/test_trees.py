@@ -6,7 +6,7 @@ import pytest
 
 from lambdamart.binning import MIN_SAMPLES_PER_BIN, bin_features, find_thresholds
 from lambdamart.ensemble import concatenate_trees, make_tree
-from lambdamart.grower import add_leaf_values, grow_tree
+from lambdamart.grower import add_leaf_values, grow_tree, make_workspace
 from lambdamart.histogram import bin_offsets_for, build_histogram, subtract_histogram
 from lambdamart.predict import add_tree_binned, predict_parallel, predict_serial
 
@@ -33,7 +33,8 @@ def grow(X, grad, hess, max_leaf_nodes=2, max_depth=-1, min_samples_leaf=1, min_
     rows = np.arange(X.shape[0], dtype=np.int64)
     out = grow_tree(codes, n_bins, bin_offsets_for(n_bins), features, grad.astype(np.float64),
                     hess.astype(np.float64), rows, max_leaf_nodes, max_depth, min_samples_leaf,
-                    float(min_sum_hessian), float(l2), float(learning_rate))
+                    float(min_sum_hessian), float(l2), float(learning_rate),
+                    make_workspace(X.shape[0], int(bin_offsets_for(n_bins)[-1]), max_leaf_nodes))
     feature, split_bin, missing_left, left, right, value, gain, count, node_start, node_stop = out
     tree = make_tree(feature, split_bin, missing_left, left, right, value, gain, count, thresholds, offsets)
     return dict(tree=tree, raw=out, rows=rows, codes=codes, n_bins=n_bins, thresholds=thresholds, offsets=offsets)
@@ -597,7 +598,7 @@ def test_predict_serial_parallel_and_binned_agree():
         grad = -(y - 0.5 * t)
         hess = rng.uniform(0.5, 1.5, 600)
         out = grow_tree(codes, n_bins, bin_offsets, features, grad, hess, np.arange(600, dtype=np.int64), 15, -1, 5,
-                        1e-3, 0.5, 0.1)
+                        1e-3, 0.5, 0.1, make_workspace(600, int(bin_offsets[-1]), 15))
         feature, split_bin, missing_left, left, right, value = out[:6]
         trees.append(make_tree(*out[:8], thresholds, offsets))
         add_tree_binned(test_codes, n_bins, feature, split_bin, missing_left, left, right, value,
@@ -614,7 +615,7 @@ def test_predict_serial_parallel_and_binned_agree():
     part = np.zeros(X_test.shape[0])
     some = np.arange(0, X_test.shape[0], 3, dtype=np.int64)
     out = grow_tree(codes, n_bins, bin_offsets, features, -y, np.ones(600), np.arange(600, dtype=np.int64), 15, -1,
-                    5, 1e-3, 0.0, 0.1)
+                    5, 1e-3, 0.0, 0.1, make_workspace(600, int(bin_offsets[-1]), 15))
     add_tree_binned(test_codes, n_bins, out[0], out[1], out[2], out[3], out[4], out[5], some, part)
     full = predict_one_tree(make_tree(*out[:8], thresholds, offsets), X_test)
     np.testing.assert_array_equal(part[some], full[some])

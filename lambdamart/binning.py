@@ -79,17 +79,22 @@ def _cuts_after(counts):
 
 
 @njit(cache=True, parallel=True)
-def bin_features(X, thresholds, threshold_offsets):
-    """Bin codes of ``X`` (any float layout), shape (n_features, n_samples) uint8, feature-major."""
-    n_samples, n_features = X.shape
-    codes = np.empty((n_features, n_samples), dtype=np.uint8)
-    for f in prange(n_features):
-        edges = thresholds[threshold_offsets[f]:threshold_offsets[f + 1]]
-        missing = edges.shape[0] + 1
-        for i in range(n_samples):
-            x = X[i, f]
-            if np.isnan(x):
-                codes[f, i] = missing
-            else:
-                codes[f, i] = np.searchsorted(edges, x, side="left")
+def bin_features(X, rows, thresholds, threshold_offsets):
+    """Bin codes of the rows ``rows`` of ``X``, shape (n_features, len(rows)) uint8, feature-major.
+
+    Threads take blocks of rows, so each block of ``X`` is read from cache once for all its features.
+    """
+    n_features = X.shape[1]
+    n_rows = rows.shape[0]
+    codes = np.empty((n_features, n_rows), dtype=np.uint8)
+    block = 2048
+    for start in prange((n_rows + block - 1) // block):
+        lo = start * block
+        hi = min(lo + block, n_rows)
+        for f in range(n_features):
+            edges = thresholds[threshold_offsets[f]:threshold_offsets[f + 1]]
+            missing = edges.shape[0] + 1
+            for i in range(lo, hi):
+                x = X[rows[i], f]
+                codes[f, i] = missing if np.isnan(x) else np.searchsorted(edges, x, side="left")
     return codes

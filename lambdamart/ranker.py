@@ -212,7 +212,7 @@ class LambdaMARTRanker(BaseEstimator):
         train, valid = self._split_train_valid(X, y, groups, sample_weight, eval_set, rng)
 
         thresholds, threshold_offsets = self._bin_thresholds(X, train["rows"], rng)
-        codes = bin_features(X, thresholds, threshold_offsets)
+        codes = bin_features(X, train["rows"], thresholds, threshold_offsets)
         n_bins = np.diff(threshold_offsets) + 1
         with _threads(self.n_jobs):
             trees = self._boost(codes, n_bins, thresholds, threshold_offsets, train, valid, rng)
@@ -279,16 +279,15 @@ class LambdaMARTRanker(BaseEstimator):
         return find_thresholds(X, self.max_bins, sample)
 
     def _boost(self, codes, n_bins, thresholds, threshold_offsets, train, valid, rng):
-        rows_all = train["rows"]
-        codes = np.ascontiguousarray(codes[:, rows_all])
-        n_rows = rows_all.shape[0]
+        n_rows = codes.shape[1]
         offsets = train["offsets"]
         n_queries = offsets.shape[0] - 1
         n_features = codes.shape[0]
         bin_offsets = bin_offsets_for(n_bins)
         discounts = discount_table(int(np.diff(offsets).max(initial=1)))
         inv_idcg = inverse_ideal_dcg(train["gains"], offsets, discounts, self.truncation_level)
-        valid_codes = [bin_features(v["X"], thresholds, threshold_offsets) for v in valid]
+        valid_codes = [bin_features(v["X"], np.arange(v["X"].shape[0]), thresholds, threshold_offsets)
+                       for v in valid]
         valid_scores = [np.zeros(v["y"].shape[0]) for v in valid]
         valid_rows = [np.arange(v["y"].shape[0], dtype=np.int64) for v in valid]
         stopping = bool(valid) and self.early_stopping is not False

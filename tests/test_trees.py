@@ -13,13 +13,17 @@ from lambdamart.predict import add_tree_binned, predict_parallel, predict_serial
 # ---------------------------------------------------------------- helpers
 
 
+def _all_rows(X):
+    return np.arange(X.shape[0], dtype=np.int64)
+
+
 def feature_thresholds(thresholds, offsets, f):
     return thresholds[offsets[f]:offsets[f + 1]]
 
 
 def binned(X, max_bins=255):
     thresholds, offsets = find_thresholds(X, max_bins)
-    codes = bin_features(X, thresholds, offsets)
+    codes = bin_features(X, _all_rows(X), thresholds, offsets)
     n_bins = np.diff(offsets) + 1
     return thresholds, offsets, codes, n_bins
 
@@ -212,7 +216,7 @@ def test_infinities_keep_bins_of_their_own_with_few_distinct_values():
     np.testing.assert_array_equal(codes[0], np.repeat([0, 1, 2, 3], 4))
     # Unseen values bin by the thresholds: above the largest finite value -> the +inf bin, below -1 -> the -1 bin.
     unseen = np.array([[5.0], [-7.0], [np.nan], [np.inf], [-np.inf]])
-    np.testing.assert_array_equal(bin_features(unseen, thresholds, offsets)[0], [3, 1, 4, 3, 0])
+    np.testing.assert_array_equal(bin_features(unseen, _all_rows(unseen), thresholds, offsets)[0], [3, 1, 4, 3, 0])
 
 
 @pytest.mark.parametrize("max_bins", [2, 3, 7, 16, 64, 255])
@@ -308,7 +312,7 @@ def test_bin_le_b_iff_raw_le_threshold(max_bins):
     test = np.concatenate([rng.normal(scale=3, size=(300, 3)), np.tile(thresholds[:, None], (1, 3)),
                            np.array([[np.inf] * 3, [-np.inf] * 3, [1e300] * 3, [-1e300] * 3])])
     test = np.concatenate([test, np.nextafter(test, np.inf), np.nextafter(test, -np.inf)])
-    codes = bin_features(test, thresholds, offsets)
+    codes = bin_features(test, _all_rows(test), thresholds, offsets)
     for f in range(3):
         t = feature_thresholds(thresholds, offsets, f)
         x = test[:, f]
@@ -325,7 +329,8 @@ def test_float32_features_bin_like_float64():
     t32, o32 = find_thresholds(X32, 32)
     t64, o64 = find_thresholds(X32.astype(np.float64), 32)
     np.testing.assert_array_equal(t32, t64)
-    np.testing.assert_array_equal(bin_features(X32, t32, o32), bin_features(X32.astype(np.float64), t64, o64))
+    np.testing.assert_array_equal(bin_features(X32, _all_rows(X32), t32, o32),
+                                  bin_features(X32.astype(np.float64), _all_rows(X32), t64, o64))
 
 
 # Regression test: the midpoint of two adjacent doubles can round onto the larger one (merging them), and the
@@ -592,7 +597,7 @@ def test_predict_serial_parallel_and_binned_agree():
     X_test[::17, 2] = np.inf
     X_test[::19, 4] = -np.inf
     X_test[::23, 0] = np.repeat(thresholds[:5], 4)[: X_test[::23, 0].shape[0]]  # values on thresholds
-    test_codes = bin_features(X_test, thresholds, offsets)
+    test_codes = bin_features(X_test, _all_rows(X_test), thresholds, offsets)
     binned_scores = np.zeros(X_test.shape[0])
     for t in range(4):
         grad = -(y - 0.5 * t)

@@ -38,40 +38,46 @@ def _query_lambdas(scores, gains, labels, discounts, inv_idcg, truncation_level,
     hess[:] = 0.0
     if n < 2 or inv_idcg == 0.0:
         return
-    # Stable descending sort: tied scores keep their row order, as LightGBM's std::stable_sort does.
+    # Stable descending sort: tied scores keep their row order, as LightGBM's std::stable_sort does. The pair loop
+    # then reads everything in rank order, from contiguous arrays.
     ranked = np.argsort(-scores, kind="mergesort")
-    best_score = scores[ranked[0]]
-    worst_score = scores[ranked[n - 1]]
+    s = scores[ranked]
+    label = labels[ranked]
+    gain = gains[ranked]
+    # exp(σ·Δs) = e_h / e_o with e = exp(σ(s - max s)) in (0, 1]: one exp per document instead of one per pair.
+    e = np.exp(sigma * (s - s[0]))
+    lam_sum = np.zeros(n)
+    w_sum = np.zeros(n)
     # Score-difference normalisation is meaningless while all scores are equal (the first round).
-    normalize_pairs = pair_normalization and best_score != worst_score
+    normalize_pairs = pair_normalization and s[0] != s[n - 1]
     sum_lambdas = 0.0
     for i in range(min(n - 1, truncation_level)):
-        a = ranked[i]
         for j in range(i + 1, n):
-            b = ranked[j]
-            if labels[a] == labels[b]:
+            if label[i] == label[j]:
                 continue
-            if labels[a] > labels[b]:
-                high, low = a, b
-            else:
-                high, low = b, a
-            delta_score = scores[high] - scores[low]
-            delta_z = abs(gains[high] - gains[low]) * abs(discounts[i] - discounts[j]) * inv_idcg
+            high, low = (i, j) if label[i] > label[j] else (j, i)
+            delta_score = s[high] - s[low]
+            delta_z = abs(gain[high] - gain[low]) * (discounts[i] - discounts[j]) * inv_idcg
             if normalize_pairs:
                 delta_z /= 0.01 + abs(delta_score)
-            rho = 1.0 / (1.0 + np.exp(sigma * delta_score))
+            denominator = e[low] + e[high]
+            if denominator > 0.0:
+                rho = e[low] / denominator
+            else:  # both documents so far below the top that their e underflowed
+                rho = 1.0 / (1.0 + np.exp(sigma * delta_score))
             lam = sigma * rho * delta_z
             w = sigma * sigma * rho * (1.0 - rho) * delta_z
-            grad[high] -= lam
-            grad[low] += lam
-            hess[high] += w
-            hess[low] += w
+            lam_sum[high] -= lam
+            lam_sum[low] += lam
+            w_sum[high] += w
+            w_sum[low] += w
             sum_lambdas += 2.0 * lam
+    factor = 1.0
     if query_normalization and sum_lambdas > 0.0:
         factor = np.log2(1.0 + sum_lambdas) / sum_lambdas
-        for i in range(n):
-            grad[i] *= factor
-            hess[i] *= factor
+    for k in range(n):
+        grad[ranked[k]] = lam_sum[k] * factor
+        hess[ranked[k]] = w_sum[k] * factor
 
 
 @njit(cache=True, parallel=True)

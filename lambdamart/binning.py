@@ -36,46 +36,73 @@ def find_thresholds(X, max_bins=MAX_BINS, rows=None):
         All features' thresholds, concatenated.
     threshold_offsets : ndarray of int64, shape (n_features + 1,)
     """
+    if rows is None:
+        rows = np.arange(X.shape[0])
+    table, counts = _thresholds_per_feature(X, np.asarray(rows, dtype=np.int64), max_bins)
+    threshold_offsets = np.zeros(X.shape[1] + 1, dtype=np.int64)
+    np.cumsum(counts, out=threshold_offsets[1:])
+    return table[np.arange(table.shape[1]) < counts[:, None]], threshold_offsets
+
+
+@njit(cache=True, parallel=True)
+def _thresholds_per_feature(X, rows, max_bins):
+    """Thresholds of every feature as rows of a (n_features, max_bins) table, and how many each has."""
     n_features = X.shape[1]
-    if rows is not None:
-        X = X[rows]
-    per_feature = [_feature_thresholds(X[:, f], max_bins) for f in range(n_features)]
-    threshold_offsets = np.zeros(n_features + 1, dtype=np.int64)
-    np.cumsum([len(t) for t in per_feature], out=threshold_offsets[1:])
-    thresholds = np.concatenate(per_feature) if per_feature else np.zeros(0)
-    return thresholds.astype(np.float64, copy=False), threshold_offsets
+    table = np.empty((n_features, max_bins))
+    counts = np.zeros(n_features, dtype=np.int64)
+    for f in prange(n_features):
+        values = np.empty(rows.shape[0])
+        m = 0
+        for i in range(rows.shape[0]):
+            x = X[rows[i], f]
+            if not np.isnan(x):
+                values[m] = x
+                m += 1
+        counts[f] = _feature_thresholds(np.sort(values[:m]), max_bins, table[f])
+    return table, counts
 
 
-def _feature_thresholds(column, max_bins):
-    values = column[~np.isnan(column)].astype(np.float64)
-    distinct, counts = np.unique(values, return_counts=True)
-    if distinct.size <= max_bins:
-        cuts = _cuts_after(counts[:-1])
-        lower, upper = distinct[cuts], distinct[cuts + 1]
-        # Halves first, so huge values of opposite sign do not overflow. Rounding between adjacent doubles, or an
-        # infinite neighbour, can put the midpoint on or past `upper` (or make it NaN); cutting at `lower` then
-        # keeps the two values apart.
-        with np.errstate(invalid="ignore"):
-            mids = lower * 0.5 + upper * 0.5
-        thresholds = np.where((mids >= upper) | np.isnan(mids), lower, mids)
-    else:
-        quantiles = np.linspace(0, 100, max_bins + 1)[1:-1]
-        with np.errstate(invalid="ignore"):
-            thresholds = np.unique(np.percentile(values, quantiles, method="midpoint"))
-    # A +inf threshold would only leave an empty bin above it; NaN arises from averaging -inf with +inf.
-    return thresholds[~(np.isnan(thresholds) | np.isposinf(thresholds))]
-
-
-def _cuts_after(counts):
-    """Indices of the values after which a bin closes, each bin gathering at least MIN_SAMPLES_PER_BIN rows."""
-    cuts = []
-    in_bin = 0
-    for i, c in enumerate(counts.tolist()):
-        in_bin += c
-        if in_bin >= MIN_SAMPLES_PER_BIN:
-            cuts.append(i)
+@njit(cache=True)
+def _feature_thresholds(values, max_bins, out):
+    """Write the thresholds of one feature's sorted non-missing values into ``out``; return how many."""
+    m = values.shape[0]
+    distinct = np.empty(m)
+    seen = np.zeros(m, dtype=np.int64)
+    n_distinct = 0
+    for i in range(m):
+        if n_distinct == 0 or values[i] != distinct[n_distinct - 1]:
+            distinct[n_distinct] = values[i]
+            n_distinct += 1
+        seen[n_distinct - 1] += 1
+    n_out = 0
+    if n_distinct <= max_bins:
+        in_bin = 0
+        for i in range(n_distinct - 1):
+            in_bin += seen[i]
+            if in_bin < MIN_SAMPLES_PER_BIN:
+                continue
             in_bin = 0
-    return np.array(cuts, dtype=np.intp)
+            lower, upper = distinct[i], distinct[i + 1]
+            # Halves first, so huge values of opposite sign do not overflow. Rounding between adjacent doubles, or
+            # an infinite neighbour, can put the midpoint on or past `upper` (or make it NaN); cutting at `lower`
+            # then keeps the two values apart.
+            mid = lower * 0.5 + upper * 0.5
+            out[n_out] = mid if mid < upper else lower
+            n_out += 1
+    else:
+        for k in range(1, max_bins):
+            # numpy's "midpoint" percentile at k / max_bins.
+            position = k * (m - 1) / max_bins
+            lo = int(np.floor(position))
+            hi = int(np.ceil(position))
+            t = values[lo] * 0.5 + values[hi] * 0.5
+            # +inf would only leave an empty bin above it; NaN comes from averaging -inf with +inf.
+            if np.isnan(t) or t == np.inf:
+                continue
+            if n_out == 0 or t > out[n_out - 1]:
+                out[n_out] = t
+                n_out += 1
+    return n_out
 
 
 @njit(cache=True, parallel=True)

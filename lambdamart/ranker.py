@@ -5,6 +5,7 @@ asks the objective for (λ, w), grows one tree and updates the scores. All numer
 ``objective``, ``binning``, ``grower`` and ``predict``; this module only orchestrates them.
 """
 
+import threading
 import time
 import warnings
 from contextlib import contextmanager
@@ -27,6 +28,8 @@ from .grower import add_leaf_values, grow_tree, make_workspace
 from .histogram import bin_offsets_for
 from ._metric_kernels import NDCG, per_query
 from .metrics import ndcg
+from . import model_io
+from .model_io import InconsistentVersionWarning
 from .objective import discount_table, inverse_ideal_dcg, lambdarank_gradients
 from .predict import add_tree_binned, predict_parallel, predict_serial
 
@@ -34,6 +37,10 @@ from .predict import add_tree_binned, predict_parallel, predict_serial
 _BINNING_SUBSAMPLE = 200_000
 # Below this many row-tree visits a predict runs on the calling thread: starting threads costs more.
 _SERIAL_PREDICT_WORK = 200_000
+
+# The workqueue threading layer (numba's fallback when neither TBB nor OpenMP is available) aborts the process
+# when two threads launch parallel regions at once, so launches are serialised until a thread-safe layer is known.
+_LAUNCH_LOCK = threading.RLock()
 
 _NO_QID_WARNING = (
     "score() received no qid, so all rows are scored as one query. To score per query, pass qid; inside "
@@ -103,6 +110,9 @@ class LambdaMARTRanker(BaseEstimator):
         Seeds binning subsamples, ``subsample``, ``max_features`` and the validation split.
     verbose : int, default=0
         Print progress every ``verbose`` rounds (0: silent).
+    importance_type : {"gain", "split"}, default="gain"
+        What :attr:`feature_importances_` measures: the total split gain of each feature (``"gain"``) or the
+        number of splits on it (``"split"``). Either way the importances are normalised to sum to 1.
 
     Attributes
     ----------
@@ -119,6 +129,14 @@ class LambdaMARTRanker(BaseEstimator):
         Training NDCG@``eval_at`` after each round (recorded when there is a validation set or ``verbose``).
     validation_score_ : ndarray
         Validation NDCG@``eval_at`` after each round (empty without a validation set).
+    feature_importances_ : ndarray of shape (n_features_in_,)
+        Per-feature total split gain or split count (see ``importance_type``), normalised to sum to 1.
+
+    Notes
+    -----
+    A fitted ranker pickles (with ``pickle`` or ``joblib``) and predicts bit-identically after loading; a pickle
+    written by another lambdamart version warns with :class:`lambdamart.InconsistentVersionWarning`. For a file
+    that loads without pickle (and so cannot run code), use :meth:`save_model` and :func:`lambdamart.load_model`.
     """
 
     __metadata_request__fit = {"qid": True}
@@ -149,6 +167,7 @@ class LambdaMARTRanker(BaseEstimator):
         "n_jobs": [Integral, None],
         "random_state": ["random_state"],
         "verbose": [Interval(Integral, 0, None, closed="left")],
+        "importance_type": [StrOptions({"gain", "split"})],
     }
 
     def __init__(self, objective="lambdarank", *, n_estimators=100, learning_rate=0.1, max_leaf_nodes=31,
@@ -156,7 +175,7 @@ class LambdaMARTRanker(BaseEstimator):
                  truncation_level=30, sigma=1.0, gain="exponential", pair_normalization=True,
                  query_normalization=True, subsample=1.0, max_features=1.0, early_stopping="auto",
                  validation_fraction=0.1, n_iter_no_change=10, tol=1e-7, eval_at=10, n_jobs=None,
-                 random_state=None, verbose=0):
+                 random_state=None, verbose=0, importance_type="gain"):
         self.objective = objective
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
@@ -181,6 +200,29 @@ class LambdaMARTRanker(BaseEstimator):
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
+        self.importance_type = importance_type
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # XGBoost's XGBRanker uses the same type name; scikit-learn has no ranker type, and a ranker is neither a
+        # regressor (score() is NDCG, not R²) nor a classifier.
+        tags.estimator_type = "ranker"
+        tags.target_tags.required = True
+        tags.input_tags.allow_nan = True  # NaN is a missing value with a learned direction
+        tags.input_tags.sparse = True  # densified
+        return tags
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        state["_lambdamart_version"] = __version__
+        return state
+
+    def __setstate__(self, state):
+        state = dict(state)
+        version = state.pop("_lambdamart_version", "unknown")
+        if version != __version__:
+            warnings.warn(InconsistentVersionWarning(type(self).__name__, version, __version__), stacklevel=2)
+        super().__setstate__(state)
 
     # ------------------------------------------------------------------ fit
 
@@ -212,17 +254,19 @@ class LambdaMARTRanker(BaseEstimator):
         train, valid = self._split_train_valid(X, y, groups, sample_weight, eval_set, rng)
 
         thresholds, threshold_offsets = self._bin_thresholds(X, train["rows"], rng)
-        codes = bin_features(X, train["rows"], thresholds, threshold_offsets)
         n_bins = np.diff(threshold_offsets) + 1
-        with _threads(self.n_jobs):
+        with _parallel_region(self.n_jobs):
+            codes = bin_features(X, train["rows"], thresholds, threshold_offsets)
             trees = self._boost(codes, n_bins, thresholds, threshold_offsets, train, valid, rng)
         self._trees = concatenate_trees(trees)
-        self._lambdamart_version = __version__
         return self
 
     def _check_fit_data(self, X, y, qid, group, sample_weight):
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None: pass the "
+                             f"relevance label of every row.")
         X = _check_X(self, X, reset=True)
-        y = check_labels(y, "y")
+        y = check_labels(_numeric_labels(y), "y")
         if y.ndim != 1 or y.shape[0] != X.shape[0]:
             raise ValueError(f"y must be one label per row: X has {X.shape[0]} rows, y has shape {y.shape}.")
         if group is not None and qid is not None:
@@ -390,27 +434,69 @@ class LambdaMARTRanker(BaseEstimator):
                 t["tree_starts"])
         if X.shape[0] * max(t["tree_starts"].shape[0], 1) <= _SERIAL_PREDICT_WORK:
             return predict_serial(*args)
-        with _threads(self.n_jobs):
+        with _parallel_region(self.n_jobs):
             return predict_parallel(*args)
 
-    def score(self, X, y, qid=None):
-        """NDCG@``eval_at`` (exponential gain unless ``gain`` says otherwise) of the predictions.
+    def score(self, X, y, qid=None, sample_weight=None):
+        """NDCG@``eval_at`` of the predictions, per query and averaged (what GridSearchCV uses with no scoring).
 
-        Without ``qid`` all rows are scored as one query, with a warning: see the message for how to route qid.
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Relevance labels.
+        qid : array-like of shape (n_samples,), default=None
+            Query id of every row. Without it all rows are scored as one query, with a warning that says how to
+            route qid through scikit-learn's metadata routing.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Row weights; each query counts in the mean with the mean weight of its rows.
+
+        Returns
+        -------
+        float
+            NDCG@``eval_at`` with the ranker's ``gain`` (exponential by default); queries without a relevant
+            document count 1.
         """
         if qid is None:
-            warnings.warn(_NO_QID_WARNING, UserWarning)
-        return ndcg(y, self.predict(X), qid, k=self.eval_at, gain=self.gain)
+            warnings.warn(_NO_QID_WARNING, UserWarning, stacklevel=2)
+        return ndcg(y, self.predict(X), qid, k=self.eval_at, gain=self.gain, sample_weight=sample_weight)
 
     @property
     def feature_importances_(self):
-        """Total split gain per feature, normalised to sum to 1."""
+        """Per-feature total split gain (``importance_type="gain"``) or split count (``"split"``), summing to 1.
+
+        All zeros when no tree has a split.
+        """
         check_is_fitted(self, "_trees")
+        if self.importance_type not in ("gain", "split"):
+            raise ValueError(f"importance_type must be 'gain' or 'split', got {self.importance_type!r}.")
         t = self._trees
         split = t["feature"] >= 0
-        importances = np.bincount(t["feature"][split], weights=t["gain"][split], minlength=self.n_features_in_)
+        weights = t["gain"][split] if self.importance_type == "gain" else None
+        importances = np.bincount(t["feature"][split], weights=weights, minlength=self.n_features_in_)
+        importances = importances.astype(np.float64)
         total = importances.sum()
         return importances / total if total > 0 else importances
+
+    def save_model(self, path):
+        """Write the fitted model to a JSON file that :func:`lambdamart.load_model` reads without pickle.
+
+        The file holds the parameters, feature names and every tree's split features, raw thresholds, children
+        and leaf values; the loaded ranker predicts bit-identically. See :mod:`lambdamart.model_io` for the
+        format. The file is written to a temporary name and renamed, so readers never see a partial file.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            Destination file; overwritten if it exists.
+
+        Returns
+        -------
+        self
+        """
+        check_is_fitted(self, "_trees")
+        model_io.save_model(self, path)
+        return self
 
 
 def _check_X(estimator, X, reset, **kwargs):
@@ -421,6 +507,18 @@ def _check_X(estimator, X, reset, **kwargs):
     X = validate_data(estimator, X, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),
                       ensure_all_finite=False, reset=reset, **kwargs)
     return np.ascontiguousarray(X.toarray() if sp.issparse(X) else X)
+
+
+def _numeric_labels(y):
+    """Labels as a numeric array; object arrays (e.g. pandas nullable integers) are converted when they can be."""
+    y = np.asarray(y)
+    if y.dtype == object:
+        try:
+            y = y.astype(np.float64)
+        except (TypeError, ValueError):
+            raise TypeError("Unknown label type: y must hold numeric relevance labels (non-negative numbers), got "
+                            "an object array that does not convert to numbers.") from None
+    return y
 
 
 def _query_set(X, y, offsets, gain):
@@ -441,6 +539,25 @@ def _query_rows(offsets, queries):
     sizes = offsets[queries + 1] - offsets[queries]
     starts = np.repeat(offsets[queries] - np.concatenate(([0], np.cumsum(sizes)[:-1])), sizes)
     return (starts + np.arange(sizes.sum())).astype(np.int64)
+
+
+def _thread_safe_layer():
+    """Whether numba's threading layer is known to allow concurrent parallel launches from several threads."""
+    try:
+        return numba.threading_layer() in ("tbb", "omp")
+    except ValueError:  # no parallel region has run yet, so no layer has been chosen
+        return False
+
+
+@contextmanager
+def _parallel_region(n_jobs):
+    """Threads for a parallel kernel launch, serialised on layers that abort on concurrent launches."""
+    with _threads(n_jobs):
+        if _thread_safe_layer():
+            yield
+        else:
+            with _LAUNCH_LOCK:
+                yield
 
 
 @contextmanager

@@ -36,29 +36,25 @@ def find_thresholds(X, max_bins=MAX_BINS, rows=None):
         All features' thresholds, concatenated.
     threshold_offsets : ndarray of int64, shape (n_features + 1,)
     """
-    if rows is None:
-        rows = np.arange(X.shape[0])
-    table, counts = _thresholds_per_feature(X, np.asarray(rows, dtype=np.int64), max_bins)
+    # numpy's sort (SIMD, NaN last) is several times faster than numba's; the rest is a numba kernel.
+    ordered = np.sort(X if rows is None else X[rows], axis=0)
+    table, counts = _thresholds_per_feature(ordered, max_bins)
     threshold_offsets = np.zeros(X.shape[1] + 1, dtype=np.int64)
     np.cumsum(counts, out=threshold_offsets[1:])
     return table[np.arange(table.shape[1]) < counts[:, None]], threshold_offsets
 
 
 @njit(cache=True, parallel=True)
-def _thresholds_per_feature(X, rows, max_bins):
-    """Thresholds of every feature as rows of a (n_features, max_bins) table, and how many each has."""
-    n_features = X.shape[1]
+def _thresholds_per_feature(ordered, max_bins):
+    """Thresholds of every feature (columns sorted, NaN last) as rows of a (n_features, max_bins) table."""
+    n_features = ordered.shape[1]
     table = np.empty((n_features, max_bins))
     counts = np.zeros(n_features, dtype=np.int64)
     for f in prange(n_features):
-        values = np.empty(rows.shape[0])
-        m = 0
-        for i in range(rows.shape[0]):
-            x = X[rows[i], f]
-            if not np.isnan(x):
-                values[m] = x
-                m += 1
-        counts[f] = _feature_thresholds(np.sort(values[:m]), max_bins, table[f])
+        m = ordered.shape[0]
+        while m > 0 and np.isnan(ordered[m - 1, f]):
+            m -= 1
+        counts[f] = _feature_thresholds(ordered[:m, f].astype(np.float64), max_bins, table[f])
     return table, counts
 
 
@@ -105,23 +101,37 @@ def _feature_thresholds(values, max_bins, out):
     return n_out
 
 
-@njit(cache=True, parallel=True)
 def bin_features(X, rows, thresholds, threshold_offsets):
-    """Bin codes of the rows ``rows`` of ``X``, shape (n_features, len(rows)) uint8, feature-major.
+    """Bin codes of the rows ``rows`` of ``X``, shape (n_features, len(rows)) uint8, feature-major."""
+    n_features = threshold_offsets.shape[0] - 1
+    # Each feature's thresholds padded with +inf to a fixed 255 entries, for a branch-free 8-step search.
+    padded = np.full((n_features, MAX_BINS), np.inf)
+    counts = np.diff(threshold_offsets)
+    padded[np.arange(MAX_BINS) < counts[:, None]] = thresholds
+    return _bin_rows(X, rows, padded, counts)
 
-    Threads take blocks of rows, so each block of ``X`` is read from cache once for all its features.
-    """
-    n_features = X.shape[1]
+
+@njit(cache=True, parallel=True)
+def _bin_rows(X, rows, padded, counts):
+    n_features = padded.shape[0]
     n_rows = rows.shape[0]
     codes = np.empty((n_features, n_rows), dtype=np.uint8)
-    block = 2048
+    block = 256
+    # Threads take blocks of rows, so each block of X is read from cache once for all its features.
     for start in prange((n_rows + block - 1) // block):
         lo = start * block
         hi = min(lo + block, n_rows)
         for f in range(n_features):
-            edges = thresholds[threshold_offsets[f]:threshold_offsets[f + 1]]
-            missing = edges.shape[0] + 1
+            edges = padded[f]
+            missing = counts[f] + 1
             for i in range(lo, hi):
                 x = X[rows[i], f]
-                codes[f, i] = missing if np.isnan(x) else np.searchsorted(edges, x, side="left")
+                # Count the thresholds below x: with +inf padding, a fixed sequence of halving steps. Adding
+                # the comparison's result instead of branching on it avoids a misprediction at every step (2x).
+                pos = 0
+                step = 128
+                while step > 0:
+                    pos += step * (edges[pos + step - 1] < x)
+                    step >>= 1
+                codes[f, i] = missing if np.isnan(x) else pos
     return codes

@@ -23,7 +23,9 @@ from lambdamart import LambdaMARTRanker
 from lambdamart.metrics import mean_average_precision, ndcg
 from lambdamart.scoring import map_scorer, ndcg_scorer
 
-FAST = dict(n_estimators=5, max_leaf_nodes=7, min_samples_leaf=5)
+# One thread: these tests are about the scikit-learn API, and tiny fits on a busy machine are much faster without
+# thread hand-offs (the model is the same for any thread count, see test_ranker.py).
+FAST = dict(n_estimators=5, max_leaf_nodes=7, min_samples_leaf=5, n_jobs=1)
 
 # Checks that cannot hold for a ranker, and why. Everything else in scikit-learn's suite passes.
 EXPECTED_FAILED_CHECKS = {
@@ -38,7 +40,7 @@ EXPECTED_FAILED_CHECKS = {
 
 # The checks call score() without qid: all rows are one query, as documented, and the warning says so.
 @pytest.mark.filterwarnings("ignore:score\\(\\) received no qid:UserWarning")
-@parametrize_with_checks([LambdaMARTRanker(n_estimators=5)],
+@parametrize_with_checks([LambdaMARTRanker(n_estimators=5, n_jobs=1)],
                          expected_failed_checks=lambda estimator: EXPECTED_FAILED_CHECKS)
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
@@ -156,7 +158,7 @@ def test_importances_without_splits_are_zero(data):
 def test_grid_search_with_ranking_scorers(routing, data):
     X, y, qid = data
     grid = {"learning_rate": [0.05, 0.1], "max_leaf_nodes": [15, 31]}
-    search = GridSearchCV(LambdaMARTRanker(n_estimators=5, min_samples_leaf=5, random_state=0), grid,
+    search = GridSearchCV(LambdaMARTRanker(n_estimators=5, min_samples_leaf=5, n_jobs=1, random_state=0), grid,
                           scoring={"ndcg@10": ndcg_scorer(10), "map": map_scorer()}, refit="ndcg@10",
                           cv=group_cv())
     search.fit(X, y, qid=qid)
@@ -169,13 +171,13 @@ def test_grid_search_with_ranking_scorers(routing, data):
     # Each fold was trained and scored per query: redo the first fold of the first candidate by hand.
     train, test = first_fold(X, y, qid)
     params = search.cv_results_["params"][0]
-    model = LambdaMARTRanker(n_estimators=5, min_samples_leaf=5, random_state=0, **params)
+    model = LambdaMARTRanker(n_estimators=5, min_samples_leaf=5, n_jobs=1, random_state=0, **params)
     model.fit(X[train], y[train], qid[train])
     scores = model.predict(X[test])
     assert search.cv_results_["split0_test_ndcg@10"][0] == ndcg(y[test], scores, qid[test], k=10)
     assert search.cv_results_["split0_test_map"][0] == mean_average_precision(y[test], scores, qid[test])
     # The refit model was trained on all rows with their qid.
-    refit = LambdaMARTRanker(n_estimators=5, min_samples_leaf=5, random_state=0, **search.best_params_)
+    refit = LambdaMARTRanker(n_estimators=5, min_samples_leaf=5, n_jobs=1, random_state=0, **search.best_params_)
     np.testing.assert_array_equal(search.best_estimator_.predict(X), refit.fit(X, y, qid).predict(X))
     assert search.score(X, y, qid=qid) == ndcg(y, search.predict(X), qid, k=10)
 
@@ -194,7 +196,7 @@ def test_grid_search_without_scoring_uses_score_per_query(routing, data):
 
 def test_randomized_search(routing, data):
     X, y, qid = data
-    search = RandomizedSearchCV(LambdaMARTRanker(n_estimators=5, min_samples_leaf=5, random_state=0),
+    search = RandomizedSearchCV(LambdaMARTRanker(n_estimators=5, min_samples_leaf=5, n_jobs=1, random_state=0),
                                 {"learning_rate": loguniform(0.01, 0.5), "max_leaf_nodes": randint(4, 32)},
                                 n_iter=3, scoring=ndcg_scorer(5), cv=group_cv(), random_state=0)
     search.fit(X, y, qid=qid)
@@ -305,7 +307,8 @@ def _predict_concurrently(model, X, n_threads=4, repeats=5):
 @pytest.mark.parametrize("n_rows", [50, 12_000], ids=["serial-path", "parallel-path"])
 def test_concurrent_predict_is_identical(data, n_rows):
     X, y, qid = data
-    model = LambdaMARTRanker(n_estimators=20, max_leaf_nodes=15, min_samples_leaf=5, random_state=0).fit(X, y, qid)
+    model = LambdaMARTRanker(**(FAST | dict(n_estimators=20, max_leaf_nodes=15)), random_state=0).fit(X, y, qid)
+    model.set_params(n_jobs=None)  # predict on all cores
     X_new = np.random.default_rng(1).normal(size=(n_rows, X.shape[1]))
     X_new[::7, 2] = np.nan
     expected = model.predict(X_new)

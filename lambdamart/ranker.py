@@ -253,9 +253,9 @@ class LambdaMARTRanker(BaseEstimator):
         rng = check_random_state(self.random_state)
         train, valid = self._split_train_valid(X, y, groups, sample_weight, eval_set, rng)
 
-        thresholds, threshold_offsets = self._bin_thresholds(X, train["rows"], rng)
-        n_bins = np.diff(threshold_offsets) + 1
         with _parallel_region(self.n_jobs):
+            thresholds, threshold_offsets = self._bin_thresholds(X, train["rows"], rng)
+            n_bins = np.diff(threshold_offsets) + 1
             codes = bin_features(X, train["rows"], thresholds, threshold_offsets)
             trees = self._boost(codes, n_bins, thresholds, threshold_offsets, train, valid, rng)
         self._trees = concatenate_trees(trees)
@@ -459,7 +459,9 @@ class LambdaMARTRanker(BaseEstimator):
         """
         if qid is None:
             warnings.warn(_NO_QID_WARNING, UserWarning, stacklevel=2)
-        return ndcg(y, self.predict(X), qid, k=self.eval_at, gain=self.gain, sample_weight=sample_weight)
+        scores = self.predict(X)
+        with _parallel_region(self.n_jobs):  # the metric kernel runs in parallel too
+            return ndcg(y, scores, qid, k=self.eval_at, gain=self.gain, sample_weight=sample_weight)
 
     @property
     def feature_importances_(self):

@@ -327,20 +327,24 @@ model = LambdaMARTRanker(n_estimators=20, max_leaf_nodes=8, min_samples_leaf=3).
 X_big = rng.normal(size=(12_000, 4))
 expected = model.predict(X_big)
 assert numba.threading_layer() == "workqueue", numba.threading_layer()
+expected_score = model.score(X, y, qid)
+refit = LambdaMARTRanker(n_estimators=3, min_samples_leaf=3).fit(X, y, qid).predict(X)
 same = []
 def work():
-    for _ in range(5):
+    for _ in range(3):
         same.append(np.array_equal(model.predict(X_big), expected))
+    same.append(model.score(X, y, qid) == expected_score)
+    same.append(np.array_equal(LambdaMARTRanker(n_estimators=3, min_samples_leaf=3).fit(X, y, qid).predict(X), refit))
 threads = [threading.Thread(target=work) for _ in range(4)]
 [t.start() for t in threads]; [t.join() for t in threads]
-assert len(same) == 20 and all(same)
+assert len(same) == 20 and all(same), same
 print("ok")
 """
 
 
 def test_concurrent_predict_on_the_workqueue_layer():
     """numba's fallback threading layer aborts the whole process on concurrent parallel launches; the ranker
-    serialises its launches there instead."""
+    serialises its launches (predict, score, fit) there instead."""
     env = dict(os.environ, NUMBA_THREADING_LAYER="workqueue")
     proc = subprocess.run([sys.executable, "-c", _WORKQUEUE_SCRIPT], env=env, capture_output=True, text=True,
                           timeout=600)

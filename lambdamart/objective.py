@@ -1,7 +1,15 @@
-"""LambdaMART gradients: per query, ΔNDCG-weighted pairwise lambdas and second-order weights (DESIGN §3).
+"""Ranking objectives: per query, gradients λ and positive second-order weights w of every document.
 
-Inputs are laid out query by query (see ``_queries``): ``offsets[q]:offsets[q + 1]`` are query ``q``'s rows. The
-kernel is a pure function of the current scores, so the boosting loop may call it on any subset of queries.
+All objectives share one contract (DESIGN §3): rows are laid out query by query (see ``_queries``), query ``q``
+owning ``offsets[q]:offsets[q + 1]``; a kernel fills ``grad`` and ``hess`` for the queries listed in
+``query_indices`` from the current scores, leaves other rows untouched, and multiplies by ``sample_weight`` (empty
+for none). They are pure functions of the scores, so the boosting loop may call them on any subset of queries.
+
+- ``lambdarank_gradients``: LambdaMART, pairs weighted by |ΔNDCG| (or |ΔAP| with binary relevance).
+- ``ranknet_gradients``: the pairwise logistic loss of RankNet over pairs with different labels.
+- ``listnet_gradients``: ListNet's cross entropy between top-one probabilities of labels and of scores.
+- ``listmle_gradients``: ListMLE's negative Plackett-Luce log-likelihood of the label order.
+- ``pointwise_gradients``: squared error on the labels, a baseline.
 """
 
 import numpy as np
@@ -30,9 +38,27 @@ def inverse_ideal_dcg(gains, offsets, discounts, truncation_level):
 
 
 @njit(cache=True)
+def _delta_ap(relevant_count, inverse_rank_sum, i, j, high_first):
+    """|ΔAP|·R of swapping the documents at 0-based positions i < j, one relevant and one not.
+
+    ``relevant_count[r]`` counts relevant documents in positions 0..r and ``inverse_rank_sum[r]`` sums 1/rank over
+    them. Moving the relevant one from i down to j costs it precision and every relevant document in between one
+    hit; moving it up from j to i gains the mirror image.
+    """
+    between = inverse_rank_sum[j - 1] - inverse_rank_sum[i]
+    if high_first:  # relevant at i moves down to j
+        return abs(relevant_count[j] / (j + 1.0) - relevant_count[i] / (i + 1.0) - between)
+    before_i = relevant_count[i - 1] if i > 0 else 0.0
+    return abs((before_i + 1.0) / (i + 1.0) - relevant_count[j] / (j + 1.0) + between)
+
+
+@njit(cache=True)
 def _query_lambdas(scores, gains, labels, discounts, inv_idcg, truncation_level, sigma, pair_normalization,
-                   query_normalization, grad, hess):
-    """λ and w of one query (views of the query's rows), written into ``grad`` and ``hess``."""
+                   query_normalization, average_precision, grad, hess):
+    """λ and w of one query (views of the query's rows), written into ``grad`` and ``hess``.
+
+    ``average_precision`` swaps |ΔNDCG| for |ΔAP|: ``gains`` then hold 0/1 relevance and ``inv_idcg`` is 1/R.
+    """
     n = scores.shape[0]
     grad[:] = 0.0
     hess[:] = 0.0
@@ -48,6 +74,9 @@ def _query_lambdas(scores, gains, labels, discounts, inv_idcg, truncation_level,
     e = np.exp(sigma * (s - s[0]))
     lam_sum = np.zeros(n)
     w_sum = np.zeros(n)
+    if average_precision:
+        relevant_count = np.cumsum(gain)
+        inverse_rank_sum = np.cumsum(gain / np.arange(1.0, n + 1.0))
     # Score-difference normalisation is meaningless while all scores are equal (the first round).
     normalize_pairs = pair_normalization and s[0] != s[n - 1]
     sum_lambdas = 0.0
@@ -57,7 +86,10 @@ def _query_lambdas(scores, gains, labels, discounts, inv_idcg, truncation_level,
                 continue
             high, low = (i, j) if label[i] > label[j] else (j, i)
             delta_score = s[high] - s[low]
-            delta_z = abs(gain[high] - gain[low]) * (discounts[i] - discounts[j]) * inv_idcg
+            if average_precision:
+                delta_z = _delta_ap(relevant_count, inverse_rank_sum, i, j, high == i) * inv_idcg
+            else:
+                delta_z = abs(gain[high] - gain[low]) * (discounts[i] - discounts[j]) * inv_idcg
             if normalize_pairs:
                 delta_z /= 0.01 + abs(delta_score)
             denominator = e[low] + e[high]
@@ -82,19 +114,131 @@ def _query_lambdas(scores, gains, labels, discounts, inv_idcg, truncation_level,
 
 @njit(cache=True, parallel=True)
 def lambdarank_gradients(scores, gains, labels, offsets, query_indices, discounts, inv_idcg, truncation_level,
-                         sigma, pair_normalization, query_normalization, sample_weight, grad, hess):
-    """Fill ``grad`` (λ) and ``hess`` (w) for the queries listed in ``query_indices``.
+                         sigma, pair_normalization, query_normalization, average_precision, sample_weight, grad,
+                         hess):
+    """LambdaMART λ and w for the queries in ``query_indices`` (DESIGN §3).
 
-    Rows of other queries are left untouched. ``sample_weight`` (per row, possibly empty for none) multiplies both.
+    With ``average_precision``, pairs are weighted by |ΔAP| instead of |ΔNDCG|: ``gains`` must hold 0/1 relevance
+    and ``inv_idcg`` 1/R per query (0 for a query without a relevant document).
     """
-    weighted = sample_weight.shape[0] > 0
     for k in prange(query_indices.shape[0]):
-        q = query_indices[k]
-        start, stop = offsets[q], offsets[q + 1]
-        _query_lambdas(scores[start:stop], gains[start:stop], labels[start:stop], discounts, inv_idcg[q],
-                       truncation_level, sigma, pair_normalization, query_normalization,
-                       grad[start:stop], hess[start:stop])
-        if weighted:
-            for i in range(start, stop):
-                grad[i] *= sample_weight[i]
-                hess[i] *= sample_weight[i]
+        start, stop = offsets[query_indices[k]], offsets[query_indices[k] + 1]
+        _query_lambdas(scores[start:stop], gains[start:stop], labels[start:stop], discounts,
+                       inv_idcg[query_indices[k]], truncation_level, sigma, pair_normalization, query_normalization,
+                       average_precision, grad[start:stop], hess[start:stop])
+        _weigh(sample_weight, start, stop, grad, hess)
+
+
+@njit(cache=True)
+def _weigh(sample_weight, start, stop, grad, hess):
+    if sample_weight.shape[0] > 0:
+        for i in range(start, stop):
+            grad[i] *= sample_weight[i]
+            hess[i] *= sample_weight[i]
+
+
+@njit(cache=True)
+def _pair_terms(sigma, delta_score):
+    """RankNet's λ and w of one pair: σρ and σ²ρ(1-ρ) with ρ = 1 / (1 + exp(σΔs)), Δs = s_high - s_low."""
+    rho = 1.0 / (1.0 + np.exp(sigma * delta_score))
+    return sigma * rho, sigma * sigma * rho * (1.0 - rho)
+
+
+@njit(cache=True, parallel=True)
+def ranknet_gradients(scores, labels, offsets, query_indices, sigma, partners, sample_weight, grad, hess):
+    """RankNet: loss Σ log(1 + exp(-σ(s_h - s_o))) over pairs where h has the higher label.
+
+    ``partners`` is empty for all pairs with different labels (O(n²) per query), or a (n_samples, k) array of
+    random integers: row i is then paired with the documents ``(i + 1 + partners[i, m] % (n - 1)) % n`` of its
+    query (O(n·k)); pairs with equal labels are skipped.
+    """
+    sampled = partners.shape[0] > 0
+    for k in prange(query_indices.shape[0]):
+        start, stop = offsets[query_indices[k]], offsets[query_indices[k] + 1]
+        n = stop - start
+        grad[start:stop] = 0.0
+        hess[start:stop] = 0.0
+        for a in range(n):
+            if sampled:
+                n_partners = partners.shape[1] if n > 1 else 0
+            else:
+                n_partners = n - a - 1
+            for m in range(n_partners):
+                if sampled:
+                    b = (a + 1 + partners[start + a, m] % (n - 1)) % n
+                else:
+                    b = a + 1 + m
+                la, lb = labels[start + a], labels[start + b]
+                if la == lb:
+                    continue
+                high, low = (start + a, start + b) if la > lb else (start + b, start + a)
+                lam, w = _pair_terms(sigma, scores[high] - scores[low])
+                grad[high] -= lam
+                grad[low] += lam
+                hess[high] += w
+                hess[low] += w
+        _weigh(sample_weight, start, stop, grad, hess)
+
+
+@njit(cache=True)
+def _softmax(x):
+    e = np.exp(x - x.max())
+    return e / e.sum()
+
+
+@njit(cache=True, parallel=True)
+def listnet_gradients(scores, gains, offsets, query_indices, sample_weight, grad, hess):
+    """ListNet: cross entropy -Σ p·log q between the top-one probabilities p = softmax(gain) of the labels and
+    q = softmax(scores). Gradient q - p, diagonal hessian q(1 - q)."""
+    for k in prange(query_indices.shape[0]):
+        start, stop = offsets[query_indices[k]], offsets[query_indices[k] + 1]
+        p = _softmax(gains[start:stop])
+        q = _softmax(scores[start:stop])
+        for i in range(stop - start):
+            grad[start + i] = q[i] - p[i]
+            hess[start + i] = q[i] * (1.0 - q[i])
+        _weigh(sample_weight, start, stop, grad, hess)
+
+
+@njit(cache=True, parallel=True)
+def listmle_gradients(scores, labels, offsets, query_indices, tie_break, sample_weight, grad, hess):
+    """ListMLE: loss Σ_k [log Σ_{j≥k} exp(s_π(j)) - s_π(k)] for π the order of labels, highest first, with ties
+    in labels ordered by ``tie_break`` (random numbers drawn per round).
+
+    With Z_k the suffix sums and e = exp(s), document π(m) gets gradient e·Σ_{k≤m} 1/Z_k - 1 and diagonal hessian
+    Σ_{k≤m} (e/Z_k)(1 - e/Z_k).
+    """
+    for k in prange(query_indices.shape[0]):
+        start, stop = offsets[query_indices[k]], offsets[query_indices[k] + 1]
+        n = stop - start
+        # Order by label descending, then by tie_break: one sort on a combined key would lose precision.
+        by_tie = np.argsort(tie_break[start:stop])
+        order = by_tie[np.argsort(-labels[start:stop][by_tie], kind="mergesort")]
+        s = scores[start:stop][order]
+        e = np.exp(s - s.max())
+        suffix = np.empty(n)
+        running = 0.0
+        for m in range(n - 1, -1, -1):
+            running += e[m]
+            suffix[m] = running
+        inv_sum = 0.0
+        inv_sq_sum = 0.0
+        for m in range(n):
+            inv_sum += 1.0 / suffix[m]
+            inv_sq_sum += 1.0 / (suffix[m] * suffix[m])
+            row = start + order[m]
+            grad[row] = e[m] * inv_sum - 1.0
+            # Σ q(1 - q) = e·Σ1/Z - e²·Σ1/Z²; rounding must not make it negative.
+            hess[row] = max(e[m] * inv_sum - e[m] * e[m] * inv_sq_sum, 0.0)
+        _weigh(sample_weight, start, stop, grad, hess)
+
+
+@njit(cache=True, parallel=True)
+def pointwise_gradients(scores, labels, offsets, query_indices, sample_weight, grad, hess):
+    """Squared error ½(s - label)²: gradient s - label, hessian 1."""
+    for k in prange(query_indices.shape[0]):
+        start, stop = offsets[query_indices[k]], offsets[query_indices[k] + 1]
+        for i in range(start, stop):
+            grad[i] = scores[i] - labels[i]
+            hess[i] = 1.0
+        _weigh(sample_weight, start, stop, grad, hess)

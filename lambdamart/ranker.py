@@ -361,7 +361,7 @@ class LambdaMARTRanker(BaseEstimator):
                 features = np.sort(rng.choice(n_features, n_tree_features, replace=False)).astype(np.int64)
             lambdarank_gradients(scores, train["gains"], train["y"], offsets, queries, discounts, inv_idcg,
                                  self.truncation_level, float(self.sigma), bool(self.pair_normalization),
-                                 bool(self.query_normalization), train["sample_weight"], grad, hess)
+                                 bool(self.query_normalization), False, train["sample_weight"], grad, hess)
             tree = grow_tree(codes, n_bins, bin_offsets, features, grad, hess, rows, self.max_leaf_nodes, max_depth,
                              self.min_samples_leaf, float(self.min_sum_hessian), float(self.l2_regularization),
                              float(self.learning_rate), workspace)

@@ -109,7 +109,7 @@ def run_kernel(scores, labels, offsets, gain, truncation_level, sigma, pn, qn, s
     grad = np.zeros(n) if grad is None else grad.copy()
     hess = np.zeros(n) if hess is None else hess.copy()
     lambdarank_gradients(scores, gains, labels, offsets, np.asarray(query_indices, dtype=np.int64), discounts,
-                         inv_idcg, truncation_level, float(sigma), bool(pn), bool(qn), sw, grad, hess)
+                         inv_idcg, truncation_level, float(sigma), bool(pn), bool(qn), False, sw, grad, hess)
     return grad, hess
 
 

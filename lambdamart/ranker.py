@@ -30,13 +30,17 @@ from ._metric_kernels import NDCG, per_query
 from .metrics import ndcg
 from . import model_io
 from .model_io import InconsistentVersionWarning
-from .objective import discount_table, inverse_ideal_dcg, lambdarank_gradients
+from .objective import (discount_table, inverse_ideal_dcg, lambdarank_gradients, listmle_gradients,
+                        listnet_gradients, pointwise_gradients, ranknet_gradients)
 from .predict import add_tree_binned, predict_parallel, predict_serial
 
 # Rows sampled to place bin thresholds, as scikit-learn's HistGradientBoosting does.
 _BINNING_SUBSAMPLE = 200_000
 # Below this many row-tree visits a predict runs on the calling thread: starting threads costs more.
 _SERIAL_PREDICT_WORK = 200_000
+# Below this many feature values a fit runs on one thread: its many short parallel regions (one per tree node)
+# would cost more to start than they save, and stall badly when the machine is oversubscribed.
+_SERIAL_FIT_CELLS = 200_000
 
 # The workqueue threading layer (numba's fallback when neither TBB nor OpenMP is available) aborts the process
 # when two threads launch parallel regions at once, so launches are serialised until a thread-safe layer is known.
@@ -59,8 +63,17 @@ class LambdaMARTRanker(BaseEstimator):
 
     Parameters
     ----------
-    objective : {"lambdarank"}, default="lambdarank"
-        Training objective; ``"lambdarank"`` is ΔNDCG-weighted LambdaMART as in LightGBM.
+    objective : {"lambdarank", "lambdarank_map", "ranknet", "listnet", "listmle", "pointwise"}, \
+            default="lambdarank"
+        Training objective, all boosted with the same trees and Newton steps:
+
+        - ``"lambdarank"``: LambdaMART, pairs weighted by |ΔNDCG| (as LightGBM's ``lambdarank``);
+        - ``"lambdarank_map"``: pairs of a relevant and a non-relevant document weighted by |ΔAP|;
+        - ``"ranknet"``: pairwise logistic loss over all pairs with different labels (or sampled pairs, see
+          ``pairs_per_document``);
+        - ``"listnet"``: cross entropy between softmax of the label gains and softmax of the scores;
+        - ``"listmle"``: Plackett-Luce likelihood of the label order (ties in labels broken at random each round);
+        - ``"pointwise"``: squared error on the labels, a baseline.
     n_estimators : int, default=100
         Maximum number of boosting rounds (trees).
     learning_rate : float, default=0.1
@@ -84,6 +97,11 @@ class LambdaMARTRanker(BaseEstimator):
         Steepness of the pairwise logistic loss.
     gain : {"exponential", "linear"} or array-like, default="exponential"
         Label gain: 2**label - 1, label, or ``gain[label]`` for integer labels.
+    relevance_threshold : float, default=0.0
+        ``"lambdarank_map"`` only: a document is relevant when its label exceeds this.
+    pairs_per_document : int or None, default=None
+        ``"ranknet"`` only: pair each document with this many random documents of its query per round instead of
+        with all of them (O(n·k) instead of O(n²) for large queries).
     pair_normalization : bool, default=True
         Divide each pair's |ΔNDCG| by ``0.01 + |Δscore|`` (LightGBM's ``lambdarank_norm``).
     query_normalization : bool, default=True
@@ -143,7 +161,7 @@ class LambdaMARTRanker(BaseEstimator):
     __metadata_request__score = {"qid": True}
 
     _parameter_constraints = {
-        "objective": [StrOptions({"lambdarank"})],
+        "objective": [StrOptions({"lambdarank", "lambdarank_map", "ranknet", "listnet", "listmle", "pointwise"})],
         "n_estimators": [Interval(Integral, 1, None, closed="left")],
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
         "max_leaf_nodes": [Interval(Integral, 2, None, closed="left")],
@@ -155,6 +173,8 @@ class LambdaMARTRanker(BaseEstimator):
         "truncation_level": [Interval(Integral, 1, None, closed="left")],
         "sigma": [Interval(Real, 0, None, closed="neither")],
         "gain": [StrOptions({"exponential", "linear"}), "array-like"],
+        "relevance_threshold": [Real],
+        "pairs_per_document": [Interval(Integral, 1, None, closed="left"), None],
         "pair_normalization": ["boolean"],
         "query_normalization": ["boolean"],
         "subsample": [Interval(Real, 0, 1, closed="right")],
@@ -172,7 +192,8 @@ class LambdaMARTRanker(BaseEstimator):
 
     def __init__(self, objective="lambdarank", *, n_estimators=100, learning_rate=0.1, max_leaf_nodes=31,
                  max_depth=None, min_samples_leaf=20, min_sum_hessian=1e-3, l2_regularization=0.0, max_bins=255,
-                 truncation_level=30, sigma=1.0, gain="exponential", pair_normalization=True,
+                 truncation_level=30, sigma=1.0, gain="exponential", relevance_threshold=0.0,
+                 pairs_per_document=None, pair_normalization=True,
                  query_normalization=True, subsample=1.0, max_features=1.0, early_stopping="auto",
                  validation_fraction=0.1, n_iter_no_change=10, tol=1e-7, eval_at=10, n_jobs=None,
                  random_state=None, verbose=0, importance_type="gain"):
@@ -188,6 +209,8 @@ class LambdaMARTRanker(BaseEstimator):
         self.truncation_level = truncation_level
         self.sigma = sigma
         self.gain = gain
+        self.relevance_threshold = relevance_threshold
+        self.pairs_per_document = pairs_per_document
         self.pair_normalization = pair_normalization
         self.query_normalization = query_normalization
         self.subsample = subsample
@@ -249,11 +272,12 @@ class LambdaMARTRanker(BaseEstimator):
         self
         """
         self._validate_params()
+        n_threads = _n_threads(self.n_jobs)
         X, y, groups, sample_weight = self._check_fit_data(X, y, qid, group, sample_weight)
         rng = check_random_state(self.random_state)
         train, valid = self._split_train_valid(X, y, groups, sample_weight, eval_set, rng)
 
-        with _parallel_region(self.n_jobs):
+        with _parallel_region(1 if X.size < _SERIAL_FIT_CELLS else n_threads):
             thresholds, threshold_offsets = self._bin_thresholds(X, train["rows"], rng)
             n_bins = np.diff(threshold_offsets) + 1
             codes = bin_features(X, train["rows"], thresholds, threshold_offsets)
@@ -328,8 +352,7 @@ class LambdaMARTRanker(BaseEstimator):
         n_queries = offsets.shape[0] - 1
         n_features = codes.shape[0]
         bin_offsets = bin_offsets_for(n_bins)
-        discounts = discount_table(int(np.diff(offsets).max(initial=1)))
-        inv_idcg = inverse_ideal_dcg(train["gains"], offsets, discounts, self.truncation_level)
+        gradients = self._gradient_step(train, rng)
         valid_codes = [bin_features(v["X"], np.arange(v["X"].shape[0]), thresholds, threshold_offsets)
                        for v in valid]
         valid_scores = [np.zeros(v["y"].shape[0]) for v in valid]
@@ -359,9 +382,7 @@ class LambdaMARTRanker(BaseEstimator):
             features = all_features
             if n_tree_features < n_features:
                 features = np.sort(rng.choice(n_features, n_tree_features, replace=False)).astype(np.int64)
-            lambdarank_gradients(scores, train["gains"], train["y"], offsets, queries, discounts, inv_idcg,
-                                 self.truncation_level, float(self.sigma), bool(self.pair_normalization),
-                                 bool(self.query_normalization), False, train["sample_weight"], grad, hess)
+            gradients(scores, queries, grad, hess)
             tree = grow_tree(codes, n_bins, bin_offsets, features, grad, hess, rows, self.max_leaf_nodes, max_depth,
                              self.min_samples_leaf, float(self.min_sum_hessian), float(self.l2_regularization),
                              float(self.learning_rate), workspace)
@@ -397,6 +418,36 @@ class LambdaMARTRanker(BaseEstimator):
             trees = trees[:best_iter + 1]
         self.n_estimators_ = len(trees)
         return trees
+
+    def _gradient_step(self, train, rng):
+        """``step(scores, queries, grad, hess)``: fill λ and w of the listed queries for ``self.objective``."""
+        y, gains, offsets, weight = train["y"], train["gains"], train["offsets"], train["sample_weight"]
+        sigma = float(self.sigma)
+        objective = self.objective
+        if objective in ("lambdarank", "lambdarank_map"):
+            discounts = discount_table(int(np.diff(offsets).max(initial=1)))
+            if objective == "lambdarank_map":
+                # Binary relevance stands in for both the labels and the gains; the normaliser is 1/R.
+                y = gains = (y > self.relevance_threshold).astype(np.float64)
+                n_relevant = np.add.reduceat(y, offsets[:-1])
+                norm = np.divide(1.0, n_relevant, out=np.zeros_like(n_relevant), where=n_relevant > 0)
+            else:
+                norm = inverse_ideal_dcg(gains, offsets, discounts, self.truncation_level)
+            args = (discounts, norm, self.truncation_level, sigma, bool(self.pair_normalization),
+                    bool(self.query_normalization), objective == "lambdarank_map", weight)
+            return lambda s, q, g, h: lambdarank_gradients(s, gains, y, offsets, q, *args, g, h)
+        if objective == "ranknet":
+            def ranknet(s, q, g, h):
+                k = self.pairs_per_document
+                partners = np.zeros((0, 0), dtype=np.int64) if k is None else rng.randint(0, 2**31, (len(s), k))
+                ranknet_gradients(s, y, offsets, q, sigma, partners.astype(np.int64), weight, g, h)
+            return ranknet
+        if objective == "listnet":
+            return lambda s, q, g, h: listnet_gradients(s, gains, offsets, q, weight, g, h)
+        if objective == "listmle":
+            # Ties in labels are ordered at random, afresh every round.
+            return lambda s, q, g, h: listmle_gradients(s, y, offsets, q, rng.random_sample(len(s)), weight, g, h)
+        return lambda s, q, g, h: pointwise_gradients(s, y, offsets, q, weight, g, h)
 
     def _ndcg(self, data, scores):
         """NDCG@eval_at of scores laid out like ``data`` (queries without relevant documents count 1)."""
@@ -562,20 +613,23 @@ def _parallel_region(n_jobs):
                 yield
 
 
-@contextmanager
-def _threads(n_jobs):
-    """Run numba parallel regions with ``n_jobs`` threads (joblib's convention for negative values)."""
+def _n_threads(n_jobs):
+    """Thread count for ``n_jobs``, with joblib's convention: None or -1 all cores, -2 all but one, ..."""
     available = numba.config.NUMBA_NUM_THREADS
     if n_jobs == 0:
         raise ValueError("n_jobs == 0 has no meaning; use None or -1 for all cores, or a positive thread count.")
     if n_jobs is None:
-        n = available
-    elif n_jobs < 0:
-        n = max(1, available + 1 + n_jobs)
-    else:
-        n = max(1, min(n_jobs, available))
+        return available
+    if n_jobs < 0:
+        return max(1, available + 1 + n_jobs)
+    return min(n_jobs, available)
+
+
+@contextmanager
+def _threads(n_jobs):
+    """Run numba parallel regions with ``n_jobs`` threads."""
     previous = numba.get_num_threads()
-    numba.set_num_threads(n)
+    numba.set_num_threads(_n_threads(n_jobs))
     try:
         yield
     finally:

@@ -54,14 +54,18 @@ def _delta_ap(relevant_count, inverse_rank_sum, i, j, high_first):
 
 @njit(cache=True)
 def _query_lambdas(scores, gains, labels, discounts, inv_idcg, truncation_level, sigma, pair_normalization,
-                   query_normalization, average_precision, grad, hess):
+                   query_normalization, average_precision, position, position_bias, grad, hess, bias_cost):
     """λ and w of one query (views of the query's rows), written into ``grad`` and ``hess``.
 
     ``average_precision`` swaps |ΔNDCG| for |ΔAP|: ``gains`` then hold 0/1 relevance and ``inv_idcg`` is 1/R.
+    With ``position`` (displayed ranks, 1-based; empty for none), each pair is divided by the position biases
+    ``position_bias[0, p_high - 1] * position_bias[1, p_low - 1]`` (Unbiased LambdaMART), and ``bias_cost``
+    receives each row's share of the pair losses from which the next biases are estimated.
     """
     n = scores.shape[0]
     grad[:] = 0.0
     hess[:] = 0.0
+    bias_cost[:, :] = 0.0
     if n < 2 or inv_idcg == 0.0:
         return
     # Stable descending sort: tied scores keep their row order, as LightGBM's std::stable_sort does. The pair loop
@@ -74,6 +78,10 @@ def _query_lambdas(scores, gains, labels, discounts, inv_idcg, truncation_level,
     e = np.exp(sigma * (s - s[0]))
     lam_sum = np.zeros(n)
     w_sum = np.zeros(n)
+    debias = position.shape[0] > 0
+    if debias:
+        shown = position[ranked] - 1
+        cost_sum = np.zeros((2, n))
     if average_precision:
         relevant_count = np.cumsum(gain)
         inverse_rank_sum = np.cumsum(gain / np.arange(1.0, n + 1.0))
@@ -90,6 +98,7 @@ def _query_lambdas(scores, gains, labels, discounts, inv_idcg, truncation_level,
                 delta_z = _delta_ap(relevant_count, inverse_rank_sum, i, j, high == i) * inv_idcg
             else:
                 delta_z = abs(gain[high] - gain[low]) * (discounts[i] - discounts[j]) * inv_idcg
+            pair_weight = delta_z
             if normalize_pairs:
                 delta_z /= 0.01 + abs(delta_score)
             denominator = e[low] + e[high]
@@ -99,6 +108,17 @@ def _query_lambdas(scores, gains, labels, discounts, inv_idcg, truncation_level,
                 rho = 1.0 / (1.0 + np.exp(sigma * delta_score))
             lam = sigma * rho * delta_z
             w = sigma * sigma * rho * (1.0 - rho) * delta_z
+            if debias:
+                click_bias = position_bias[0, shown[high]]
+                skip_bias = position_bias[1, shown[low]]
+                lam /= click_bias * skip_bias
+                w /= click_bias * skip_bias
+                # The pair's loss ΔZ·log(1 + exp(-σΔs)), computed without overflow, and without the score-
+                # difference normalisation, whose 1/|Δs| would let near-ties swamp the estimate.
+                x = -sigma * delta_score
+                loss = pair_weight * (max(x, 0.0) + np.log1p(np.exp(-abs(x))))
+                cost_sum[0, high] += loss / skip_bias
+                cost_sum[1, low] += loss / click_bias
             lam_sum[high] -= lam
             lam_sum[low] += lam
             w_sum[high] += w
@@ -110,23 +130,47 @@ def _query_lambdas(scores, gains, labels, discounts, inv_idcg, truncation_level,
     for k in range(n):
         grad[ranked[k]] = lam_sum[k] * factor
         hess[ranked[k]] = w_sum[k] * factor
+        if debias:
+            bias_cost[0, ranked[k]] = cost_sum[0, k]
+            bias_cost[1, ranked[k]] = cost_sum[1, k]
 
 
 @njit(cache=True, parallel=True)
 def lambdarank_gradients(scores, gains, labels, offsets, query_indices, discounts, inv_idcg, truncation_level,
-                         sigma, pair_normalization, query_normalization, average_precision, sample_weight, grad,
-                         hess):
+                         sigma, pair_normalization, query_normalization, average_precision, position, position_bias,
+                         sample_weight, grad, hess, bias_cost):
     """LambdaMART λ and w for the queries in ``query_indices`` (DESIGN §3).
 
     With ``average_precision``, pairs are weighted by |ΔAP| instead of |ΔNDCG|: ``gains`` must hold 0/1 relevance
-    and ``inv_idcg`` 1/R per query (0 for a query without a relevant document).
+    and ``inv_idcg`` 1/R per query (0 for a query without a relevant document). ``position`` (empty for none),
+    ``position_bias`` (2, n_positions) and ``bias_cost`` (2, n_samples) serve Unbiased LambdaMART, see
+    :func:`update_position_bias`; without positions they may be empty (the slices of empty arrays stay empty).
     """
     for k in prange(query_indices.shape[0]):
         start, stop = offsets[query_indices[k]], offsets[query_indices[k] + 1]
         _query_lambdas(scores[start:stop], gains[start:stop], labels[start:stop], discounts,
                        inv_idcg[query_indices[k]], truncation_level, sigma, pair_normalization, query_normalization,
-                       average_precision, grad[start:stop], hess[start:stop])
+                       average_precision, position[start:stop], position_bias, grad[start:stop],
+                       hess[start:stop], bias_cost[:, start:stop])
         _weigh(sample_weight, start, stop, grad, hess)
+
+
+def update_position_bias(position, bias_cost, position_bias, norm):
+    """Unbiased LambdaMART's estimate of the click and non-click biases per displayed position (Hu et al., 2019).
+
+    The bias of position p is the (1 / (1 + norm))-th power of the summed pair losses of the rows shown there
+    (each already divided by the other side's bias), relative to position 1. Positions without any pair keep
+    their previous bias.
+    """
+    n_positions = position_bias.shape[1]
+    updated = position_bias.copy()
+    for side in range(2):
+        totals = np.bincount(position - 1, weights=bias_cost[side], minlength=n_positions)
+        if totals[0] <= 0.0:
+            continue  # nothing anchors the scale this round
+        ratios = (totals / totals[0]) ** (1.0 / (1.0 + norm))
+        updated[side] = np.where(totals > 0.0, ratios, position_bias[side])
+    return updated
 
 
 @njit(cache=True)

@@ -31,7 +31,7 @@ from .metrics import ndcg
 from . import model_io
 from .model_io import InconsistentVersionWarning
 from .objective import (discount_table, inverse_ideal_dcg, lambdarank_gradients, listmle_gradients,
-                        listnet_gradients, pointwise_gradients, ranknet_gradients)
+                        listnet_gradients, pointwise_gradients, ranknet_gradients, update_position_bias)
 from .predict import add_tree_binned, predict_parallel, predict_serial
 
 # Rows sampled to place bin thresholds, as scikit-learn's HistGradientBoosting does.
@@ -102,6 +102,11 @@ class LambdaMARTRanker(BaseEstimator):
     pairs_per_document : int or None, default=None
         ``"ranknet"`` only: pair each document with this many random documents of its query per round instead of
         with all of them (O(n·k) instead of O(n²) for large queries).
+    position_bias_norm : float, default=0.5
+        Unbiased LambdaMART only (``fit(..., position=...)``): the regularisation p of the position biases, each
+        estimated as the (1 / (1 + p))-th power of its share of the pair losses. 0 is the paper's unregularised
+        estimate; larger p keeps the biases nearer 1, trading correction for stability at rarely clicked
+        positions.
     pair_normalization : bool, default=True
         Divide each pair's |ΔNDCG| by ``0.01 + |Δscore|`` (LightGBM's ``lambdarank_norm``).
     query_normalization : bool, default=True
@@ -147,6 +152,9 @@ class LambdaMARTRanker(BaseEstimator):
         Training NDCG@``eval_at`` after each round (recorded when there is a validation set or ``verbose``).
     validation_score_ : ndarray
         Validation NDCG@``eval_at`` after each round (empty without a validation set).
+    position_bias_ : ndarray of shape (2, n_positions)
+        With ``fit(..., position=...)``: the learned bias of each displayed position (column p - 1 for rank p),
+        for clicked (row 0) and unclicked (row 1) documents, relative to the top position.
     feature_importances_ : ndarray of shape (n_features_in_,)
         Per-feature total split gain or split count (see ``importance_type``), normalised to sum to 1.
 
@@ -175,6 +183,7 @@ class LambdaMARTRanker(BaseEstimator):
         "gain": [StrOptions({"exponential", "linear"}), "array-like"],
         "relevance_threshold": [Real],
         "pairs_per_document": [Interval(Integral, 1, None, closed="left"), None],
+        "position_bias_norm": [Interval(Real, 0, None, closed="left")],
         "pair_normalization": ["boolean"],
         "query_normalization": ["boolean"],
         "subsample": [Interval(Real, 0, 1, closed="right")],
@@ -193,7 +202,7 @@ class LambdaMARTRanker(BaseEstimator):
     def __init__(self, objective="lambdarank", *, n_estimators=100, learning_rate=0.1, max_leaf_nodes=31,
                  max_depth=None, min_samples_leaf=20, min_sum_hessian=1e-3, l2_regularization=0.0, max_bins=255,
                  truncation_level=30, sigma=1.0, gain="exponential", relevance_threshold=0.0,
-                 pairs_per_document=None, pair_normalization=True,
+                 pairs_per_document=None, position_bias_norm=0.5, pair_normalization=True,
                  query_normalization=True, subsample=1.0, max_features=1.0, early_stopping="auto",
                  validation_fraction=0.1, n_iter_no_change=10, tol=1e-7, eval_at=10, n_jobs=None,
                  random_state=None, verbose=0, importance_type="gain"):
@@ -211,6 +220,7 @@ class LambdaMARTRanker(BaseEstimator):
         self.gain = gain
         self.relevance_threshold = relevance_threshold
         self.pairs_per_document = pairs_per_document
+        self.position_bias_norm = position_bias_norm
         self.pair_normalization = pair_normalization
         self.query_normalization = query_normalization
         self.subsample = subsample
@@ -249,7 +259,7 @@ class LambdaMARTRanker(BaseEstimator):
 
     # ------------------------------------------------------------------ fit
 
-    def fit(self, X, y, qid=None, *, group=None, sample_weight=None, eval_set=None):
+    def fit(self, X, y, qid=None, *, group=None, sample_weight=None, eval_set=None, position=None):
         """Fit the ranker.
 
         Parameters
@@ -266,6 +276,10 @@ class LambdaMARTRanker(BaseEstimator):
             Row weights; they multiply the row's λ and w.
         eval_set : list of (X, y) or (X, y, qid) tuples, default=None
             Validation data scored every round; the first one drives early stopping.
+        position : array-like of int of shape (n_samples,), default=None
+            Rank at which each row was displayed when its label (a click) was logged, 1 for the top. Turns on
+            Unbiased LambdaMART (``"lambdarank"`` and ``"lambdarank_map"``): position biases for clicked and
+            unclicked documents are learned alongside the trees (``position_bias_``) and divide each pair's λ.
 
         Returns
         -------
@@ -274,8 +288,10 @@ class LambdaMARTRanker(BaseEstimator):
         self._validate_params()
         n_threads = _n_threads(self.n_jobs)
         X, y, groups, sample_weight = self._check_fit_data(X, y, qid, group, sample_weight)
+        position = self._check_position(position, X.shape[0])
         rng = check_random_state(self.random_state)
         train, valid = self._split_train_valid(X, y, groups, sample_weight, eval_set, rng)
+        train["position"] = position[train["rows"]] if position is not None else np.zeros(0, dtype=np.int64)
 
         with _parallel_region(1 if X.size < _SERIAL_FIT_CELLS else n_threads):
             thresholds, threshold_offsets = self._bin_thresholds(X, train["rows"], rng)
@@ -299,6 +315,21 @@ class LambdaMARTRanker(BaseEstimator):
         if sample_weight is not None:
             sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
         return X, y, groups, sample_weight
+
+    def _check_position(self, position, n_samples):
+        if position is None:
+            return None
+        if self.objective not in ("lambdarank", "lambdarank_map"):
+            raise ValueError(f"position (Unbiased LambdaMART) works with objective 'lambdarank' or "
+                             f"'lambdarank_map', not {self.objective!r}.")
+        position = np.asarray(position)
+        if position.shape != (n_samples,):
+            raise ValueError(f"position must hold one displayed rank per row: {n_samples} rows, got shape "
+                             f"{position.shape}.")
+        if position.dtype.kind not in "iuf" or not np.all(np.isfinite(position)) or \
+                np.any(position != np.round(position)) or np.any(position < 1):
+            raise ValueError("position must hold whole displayed ranks >= 1 (1 is the top of the page).")
+        return position.astype(np.int64)
 
     def _split_train_valid(self, X, y, groups, sample_weight, eval_set, rng):
         """Training and validation rows, each laid out query by query (lists of row indices into X)."""
@@ -434,8 +465,23 @@ class LambdaMARTRanker(BaseEstimator):
             else:
                 norm = inverse_ideal_dcg(gains, offsets, discounts, self.truncation_level)
             args = (discounts, norm, self.truncation_level, sigma, bool(self.pair_normalization),
-                    bool(self.query_normalization), objective == "lambdarank_map", weight)
-            return lambda s, q, g, h: lambdarank_gradients(s, gains, y, offsets, q, *args, g, h)
+                    bool(self.query_normalization), objective == "lambdarank_map")
+            position = train["position"]
+            if position.shape[0] == 0:
+                no_bias = np.ones((2, 0))
+                return lambda s, q, g, h: lambdarank_gradients(s, gains, y, offsets, q, *args, position, no_bias,
+                                                               weight, g, h, no_bias)
+            # Unbiased LambdaMART: biases start at 1 and are re-estimated from every round's pair losses.
+            self.position_bias_ = np.ones((2, int(position.max())))
+            cost = np.zeros((2, position.shape[0]))
+
+            def unbiased(s, q, g, h):
+                cost[:] = 0.0
+                lambdarank_gradients(s, gains, y, offsets, q, *args, position, self.position_bias_, weight, g, h,
+                                     cost)
+                self.position_bias_ = update_position_bias(position, cost, self.position_bias_,
+                                                           float(self.position_bias_norm))
+            return unbiased
         if objective == "ranknet":
             def ranknet(s, q, g, h):
                 k = self.pairs_per_document

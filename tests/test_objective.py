@@ -16,6 +16,9 @@ TABLE = np.array([0.0, 1.0, 3.0, 7.5, 20.0])  # an arbitrary gain table for labe
 
 # ---------------------------------------------------------------- reference
 
+NO_POSITION = np.zeros(0, dtype=np.int64)
+NO_BIAS = np.ones((2, 0))
+
 
 def gain_of(label, gain):
     if isinstance(gain, str) and gain == "exponential":
@@ -109,7 +112,8 @@ def run_kernel(scores, labels, offsets, gain, truncation_level, sigma, pn, qn, s
     grad = np.zeros(n) if grad is None else grad.copy()
     hess = np.zeros(n) if hess is None else hess.copy()
     lambdarank_gradients(scores, gains, labels, offsets, np.asarray(query_indices, dtype=np.int64), discounts,
-                         inv_idcg, truncation_level, float(sigma), bool(pn), bool(qn), False, sw, grad, hess)
+                         inv_idcg, truncation_level, float(sigma), bool(pn), bool(qn), False, NO_POSITION, NO_BIAS, sw,
+                         grad, hess, NO_BIAS)
     return grad, hess
 
 

@@ -140,7 +140,8 @@ def test_map_lambdas_weigh_pairs_by_the_change_in_average_precision(seed):
     grad, hess = np.zeros(n), np.zeros(n)
     norm = np.array([1.0 / rel.sum()])
     lambdarank_gradients(s, rel, rel, offsets, np.zeros(1, dtype=np.int64), discount_table(n), norm, n, 1.0, False,
-                         False, True, np.zeros(0), grad, hess)
+                         False, True, np.zeros(0, dtype=np.int64), np.ones((2, 0)), np.zeros(0), grad, hess,
+                         np.ones((2, 0)))
     # Reference: every pair of a relevant and a non-relevant document, |ΔAP| from swapping them in the ranking.
     order = np.argsort(-s, kind="stable")
     expected = np.zeros(n)
@@ -200,3 +201,51 @@ def test_listmle_tie_breaking_follows_random_state(data):
     a = LambdaMARTRanker("listmle", n_estimators=5, random_state=3).fit(X, y, qid).predict(X)
     b = LambdaMARTRanker("listmle", n_estimators=5, random_state=3).fit(X, y, qid).predict(X)
     np.testing.assert_array_equal(a, b)
+
+
+def click_logs(seed, n_queries, n=10):
+    """Clicks with a known position bias: a document is clicked when relevant (feature 0 > 0) and examined, with
+    examination probability 1 / position**1.5, and positions come from a logging ranker that sorts by feature 1,
+    which has nothing to do with relevance."""
+    rng = np.random.default_rng(seed)
+    qid = np.repeat(np.arange(n_queries), n)
+    X = rng.normal(size=(qid.size, 4))
+    relevance = (X[:, 0] + 0.3 * rng.normal(size=qid.size) > 0.0).astype(float)
+    position = np.empty(qid.size, dtype=np.int64)
+    for q in range(n_queries):
+        rows = np.flatnonzero(qid == q)
+        position[rows[np.argsort(-X[rows, 1])]] = np.arange(1, n + 1)
+    clicks = relevance * (rng.random(qid.size) < 1.0 / position**1.5)
+    return X, clicks, relevance, qid, position
+
+
+def test_unbiased_lambdamart_ranks_true_relevance_better_than_the_biased_model():
+    X, clicks, _, qid, position = click_logs(0, 1500)
+    X_test, _, relevance_test, qid_test, _ = click_logs(1, 300)
+    params = dict(n_estimators=50, min_samples_leaf=10, random_state=0)
+    biased = LambdaMARTRanker(**params).fit(X, clicks, qid)
+    unbiased = LambdaMARTRanker(**params).fit(X, clicks, qid, position=position)
+    score = lambda model: ndcg(relevance_test, model.predict(X_test), qid_test, k=5)  # noqa: E731
+    assert score(unbiased) > score(biased) + 0.005
+    bias = unbiased.position_bias_
+    assert bias.shape == (2, 10)
+    np.testing.assert_array_equal(bias[:, 0], [1.0, 1.0])
+    # Clicks deep in the page are rarer for the same relevance: the learned click bias falls with position.
+    assert bias[0, -1] < bias[0, 1] < 1.0
+    assert not hasattr(biased, "position_bias_")
+
+
+@pytest.mark.parametrize(
+    "position, match",
+    [(np.zeros(20), ">= 1"), (np.full(20, 1.5), "whole"), (np.ones(19), "one displayed rank per row")],
+)
+def test_bad_positions(position, match):
+    X = np.random.default_rng(0).normal(size=(20, 2))
+    with pytest.raises(ValueError, match=match):
+        LambdaMARTRanker(n_estimators=2).fit(X, np.arange(20) % 3, np.repeat([0, 1], 10), position=position)
+
+
+def test_position_needs_a_lambdarank_objective():
+    X = np.random.default_rng(0).normal(size=(20, 2))
+    with pytest.raises(ValueError, match="lambdarank"):
+        LambdaMARTRanker("listnet", n_estimators=2).fit(X, np.arange(20) % 3, position=np.arange(1, 21))

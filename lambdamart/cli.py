@@ -1,21 +1,181 @@
-"""The ``lambdamart`` command line."""
+"""The ``lambdamart`` command line: a demo, and train / predict / evaluate on LETOR files.
+
+::
+
+    lambdamart demo [--queries N] [--rounds R] [--seed S] [--jobs T]
+    lambdamart train --train FILE [--valid FILE] --model OUT [--param key=value ...]
+    lambdamart predict --model MODEL --data FILE [--output scores.txt]
+    lambdamart evaluate --model MODEL --data FILE [--metrics ndcg@10,map,mrr]
+
+Data files are LETOR/SVMlight text (``label qid:<id> <index>:<value> ...``, as MSLR, Yahoo! LTR and Istella ship
+them), or the same without ``qid:`` plus a ``FILE.query`` file of query sizes (LightGBM's layout). Models are the
+safe JSON files of :meth:`LambdaMARTRanker.save_model`.
+
+Results go to stdout and everything else (progress of ``predict``/``evaluate``, notes, errors) to stderr. Exit
+codes: 0 success; 1 a file is missing, unreadable or malformed, or the data cannot be trained on; 2 the command
+line is wrong (unknown option, parameter or metric, or an invalid parameter value); 130 interrupted.
+"""
 
 import argparse
+import ast
+import difflib
+import os
 import sys
 import time
+import warnings
+from contextlib import contextmanager
 
 import numpy as np
 
+from . import __version__
+
+EXIT_OK, EXIT_DATA, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+_FORMATS = """\
+Data files are LETOR/SVMlight text, one document per line: "<label> qid:<query id> <index>:<value> ...", or
+the same without qid: when FILE.query holds the number of consecutive rows of each query (LightGBM's layout).
+Feature indices are 1-based unless index 0 occurs in the file; .gz and .bz2 files are read too.
+
+Exit codes: 0 success, 1 missing/unreadable/malformed file or untrainable data, 2 bad command line, 130
+interrupted."""
+
+# Other libraries' names for LambdaMARTRanker parameters, to turn "unknown parameter" into a pointer.
+_ALIASES = {
+    # LightGBM / XGBoost
+    "num_iterations": "n_estimators", "num_iteration": "n_estimators", "num_trees": "n_estimators",
+    "num_round": "n_estimators", "num_boost_round": "n_estimators", "n_iter": "n_estimators",
+    "max_iter": "n_estimators", "eta": "learning_rate", "shrinkage_rate": "learning_rate",
+    "num_leaves": "max_leaf_nodes", "max_leaves": "max_leaf_nodes", "num_leaf": "max_leaf_nodes",
+    "min_data_in_leaf": "min_samples_leaf", "min_child_samples": "min_samples_leaf",
+    "min_sum_hessian_in_leaf": "min_sum_hessian", "min_child_weight": "min_sum_hessian",
+    "lambda_l2": "l2_regularization", "reg_lambda": "l2_regularization", "lambda": "l2_regularization",
+    "max_bin": "max_bins", "lambdarank_truncation_level": "truncation_level",
+    "bagging_fraction": "subsample", "feature_fraction": "max_features", "colsample_bytree": "max_features",
+    "early_stopping_rounds": "n_iter_no_change", "early_stopping_round": "n_iter_no_change",
+    "num_threads": "n_jobs", "nthread": "n_jobs", "seed": "random_state", "verbosity": "verbose",
+    "label_gain": "gain", "lambdarank_norm": "query_normalization", "ndcg_eval_at": "eval_at",
+    # RankLib
+    "tree": "n_estimators", "leaf": "max_leaf_nodes", "shrinkage": "learning_rate", "mls": "min_samples_leaf",
+    "tc": "max_bins", "estop": "n_iter_no_change",
+}
+
+
+class CommandError(Exception):
+    """A user error: printed as one line on stderr, then the command exits with ``code`` (no traceback)."""
+
+    def __init__(self, message, code=EXIT_DATA):
+        super().__init__(message)
+        self.code = code
+
+
+def usage_error(message):
+    return CommandError(message, EXIT_USAGE)
+
+
+# ------------------------------------------------------------------------------------------------ argument parser
+
 
 def build_parser():
-    parser = argparse.ArgumentParser(prog="lambdamart", description="Gradient-boosted LambdaMART ranking.")
+    parser = argparse.ArgumentParser(
+        prog="lambdamart",
+        description="Gradient-boosted LambdaMART learning to rank. Start with 'lambdamart demo'.",
+        epilog=_FORMATS, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"lambdamart {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    demo = commands.add_parser("demo", help="train on generated MSLR-shaped data and compare with a baseline")
-    demo.add_argument("--queries", type=int, default=1500, help="number of generated queries (default 1500)")
-    demo.add_argument("--rounds", type=int, default=300, help="maximum boosting rounds (default 300)")
-    demo.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    demo.set_defaults(run=run_demo)
+
+    def command(name, help, description, run):
+        sub = commands.add_parser(name, help=help, description=description, epilog=_FORMATS,
+                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+        sub.set_defaults(run=run, parser=sub)
+        return sub
+
+    demo = command("demo", "train on generated MSLR-shaped data and compare with a pointwise baseline",
+                   "Generate MSLR-shaped data (make_ranking_data), split it 60/20/20 by query, train LambdaMART "
+                   "with early stopping on the validation queries, and compare test NDCG@1/5/10, MAP and MRR with "
+                   "a pointwise HistGradientBoostingRegressor trained on the labels.", run_demo)
+    demo.add_argument("--queries", type=int, default=1000, metavar="N",
+                      help="number of generated queries, about 120 documents each (default 1000)")
+    demo.add_argument("--rounds", type=int, default=200, metavar="R",
+                      help="maximum boosting rounds; early stopping usually ends sooner (default 200)")
+    demo.add_argument("--seed", type=int, default=0, help="random seed for the data and the models (default 0)")
+    demo.add_argument("--jobs", type=int, default=None, metavar="T", help="threads (default: all cores)")
+
+    train = command("train", "train a ranker on a LETOR file and save it",
+                    "Train a LambdaMARTRanker on a LETOR file and save it as a JSON model file. With --valid, "
+                    "training stops early when NDCG@eval_at on the validation queries stops improving and keeps "
+                    "the best round.", run_train)
+    train.add_argument("--train", required=True, metavar="FILE", help="training data")
+    train.add_argument("--valid", metavar="FILE", help="validation data for early stopping (optional)")
+    train.add_argument("--model", required=True, metavar="OUT", help="where to write the model (JSON)")
+    train.add_argument("--param", action="extend", nargs="+", default=[], metavar="KEY=VALUE",
+                       help="a LambdaMARTRanker parameter, e.g. --param learning_rate=0.05 max_leaf_nodes=63 "
+                            "(values are Python literals: 0.05, 63, None, true, [0,1,3,7,15]; anything else is a "
+                            "string). Repeatable; the last value of a key wins. Progress is printed every 10 "
+                            "rounds unless you set verbose.")
+
+    predict = command("predict", "score the documents of a LETOR file with a saved model",
+                      "Write one score per line, in the order of the data file's lines; rank each query's "
+                      "documents by descending score. Query ids are not needed.", run_predict)
+    predict.add_argument("--model", required=True, metavar="MODEL", help="a model file written by train")
+    predict.add_argument("--data", required=True, metavar="FILE", help="LETOR/SVMlight data to score")
+    predict.add_argument("--output", metavar="FILE", help="write scores here instead of stdout")
+
+    evaluate = command("evaluate", "compute ranking metrics of a saved model on a LETOR file",
+                       "Score FILE with the model and print one line per metric: name and value, averaged over "
+                       "queries. NDCG uses the model's gain (2^label - 1 by default); tied scores are averaged "
+                       "over their orders; queries without a relevant document count 1 for NDCG, MAP and MRR.",
+                       run_evaluate)
+    evaluate.add_argument("--model", required=True, metavar="MODEL", help="a model file written by train")
+    evaluate.add_argument("--data", required=True, metavar="FILE", help="LETOR data with qid: or FILE.query")
+    evaluate.add_argument("--metrics", default="ndcg@1,ndcg@5,ndcg@10,map,mrr", metavar="LIST",
+                          help="comma-separated metrics: ndcg[@k], dcg[@k], map[@k], mrr[@k], precision@k (p@k), "
+                               "recall@k, hits@k, err[@k], kendall (default: ndcg@1,ndcg@5,ndcg@10,map,mrr)")
     return parser
+
+
+def main(argv=None):
+    """Run the command line; returns the exit code (the console script passes it to ``sys.exit``)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit:  # --help, --version (0) or a usage error argparse has already printed (2)
+        return exit.code if isinstance(exit.code, int) else EXIT_USAGE
+    if args.command is None:
+        parser.print_help()
+        return EXIT_OK
+    try:
+        with _warnings_as_notes(args.command):
+            return args.run(args)
+    except CommandError as error:
+        if error.code == EXIT_USAGE:
+            args.parser.print_usage(sys.stderr)
+        print(f"lambdamart {args.command}: error: {error}", file=sys.stderr)
+        return error.code
+    except KeyboardInterrupt:
+        print(f"lambdamart {args.command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:  # e.g. `lambdamart predict ... | head`: the reader left, nothing more to say
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush does not fail again
+        return EXIT_DATA
+
+
+@contextmanager
+def _warnings_as_notes(command):
+    """Show warnings as one line on stderr, without the source location a command-line user has no use for."""
+    original = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        print(f"lambdamart {command}: warning: {message}", file=sys.stderr)
+
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = original
+
+
+# ------------------------------------------------------------------------------------------------ demo
 
 
 def run_demo(args):
@@ -27,10 +187,13 @@ def run_demo(args):
     from .ranker import LambdaMARTRanker
 
     if args.queries < 10:
-        raise SystemExit("lambdamart demo: --queries must be at least 10 (train, validation and test queries).")
+        raise usage_error("--queries must be at least 10 (the queries are split into train, validation and test).")
     if args.rounds < 1:
-        raise SystemExit("lambdamart demo: --rounds must be at least 1.")
-    print(f"Generating {args.queries} MSLR-shaped queries ...", flush=True)
+        raise usage_error("--rounds must be at least 1.")
+    if args.jobs == 0:
+        raise usage_error("--jobs must be a positive thread count, or negative to leave cores free.")
+    started = time.perf_counter()
+    print(f"Generating {args.queries} MSLR-shaped queries (make_ranking_data, seed {args.seed}) ...", flush=True)
     X, y, qid = make_ranking_data(args.queries, random_state=args.seed)
     # Split by query, 60/20/20: a query's documents never straddle two sets.
     shuffled = np.random.RandomState(args.seed).permutation(args.queries)
@@ -39,17 +202,28 @@ def run_demo(args):
     part[shuffled[:n_train]], part[shuffled[n_train:n_train + n_valid]], part[shuffled[n_train + n_valid:]] = 0, 1, 2
     sets = [part[qid] == i for i in range(3)]
     (X_tr, y_tr, q_tr), (X_va, y_va, q_va), (X_te, y_te, q_te) = [(X[m], y[m], qid[m]) for m in sets]
-    print(f"train {X_tr.shape[0]} rows / {n_train} queries, validation {X_va.shape[0]} rows, "
-          f"test {X_te.shape[0]} rows, {X.shape[1]} features\n", flush=True)
+    n_test = args.queries - n_train - n_valid
+    print(f"train {X_tr.shape[0]:,} rows / {n_train} queries, validation {X_va.shape[0]:,} rows / {n_valid} "
+          f"queries, test {X_te.shape[0]:,} rows / {n_test} queries; {X.shape[1]} features, labels 0-4\n",
+          flush=True)
 
+    print(f"LambdaMART: up to {args.rounds} rounds, learning rate 0.1, 31 leaves, early stopping after 20 rounds "
+          f"without a better validation NDCG@10", flush=True)
     start = time.perf_counter()
-    ranker = LambdaMARTRanker(n_estimators=args.rounds, learning_rate=0.1, n_iter_no_change=20,
+    ranker = LambdaMARTRanker(n_estimators=args.rounds, learning_rate=0.1, n_iter_no_change=20, n_jobs=args.jobs,
                               random_state=args.seed, verbose=10)
     ranker.fit(X_tr, y_tr, q_tr, eval_set=[(X_va, y_va, q_va)])
-    print(f"LambdaMART: {ranker.n_estimators_} trees in {time.perf_counter() - start:.1f}s\n", flush=True)
+    ours_seconds = time.perf_counter() - start
+    print(f"LambdaMART: kept {ranker.n_estimators_} of {ranker.n_iter_} trees, fitted in {ours_seconds:.1f}s "
+          f"(the first run also compiles numba kernels, which are cached for later runs)\n", flush=True)
 
-    baseline = HistGradientBoostingRegressor(max_iter=args.rounds, random_state=args.seed)
-    baseline.fit(X_tr, y_tr)
+    print("Pointwise baseline: HistGradientBoostingRegressor on the labels, same validation rows for early "
+          "stopping ...", flush=True)
+    start = time.perf_counter()
+    baseline = HistGradientBoostingRegressor(max_iter=args.rounds, learning_rate=0.1, max_leaf_nodes=31,
+                                             early_stopping=True, n_iter_no_change=20, random_state=args.seed)
+    baseline.fit(X_tr, y_tr, X_val=X_va, y_val=y_va)
+    print(f"baseline: {baseline.n_iter_} trees in {time.perf_counter() - start:.1f}s\n", flush=True)
 
     rows = [
         ("NDCG@1", lambda s: metrics.ndcg(y_te, s, q_te, k=1)),
@@ -59,21 +233,294 @@ def run_demo(args):
         ("MRR", lambda s: metrics.mean_reciprocal_rank(y_te, s, q_te)),
     ]
     ours, theirs = ranker.predict(X_te), baseline.predict(X_te)
-    print(f"{'test metric':<12}{'LambdaMART':>12}{'pointwise HGB':>16}")
+    print(f"Test set ({n_test} queries never seen in training):")
+    print(f"  {'metric':<10}{'LambdaMART':>12}{'pointwise':>12}{'difference':>12}")
     for name, metric in rows:
-        print(f"{name:<12}{metric(ours):>12.4f}{metric(theirs):>16.4f}")
-    top = np.argsort(-ranker.feature_importances_)[:5]
-    print("\ntop features by gain: " + ", ".join(f"f{f} ({ranker.feature_importances_[f]:.3f})" for f in top))
-    return 0
+        a, b = metric(ours), metric(theirs)
+        print(f"  {name:<10}{a:>12.4f}{b:>12.4f}{a - b:>+12.4f}")
+
+    importances = ranker.feature_importances_
+    top = np.argsort(-importances, kind="stable")[:8]
+    print("\nTop features by gain (share of the total split gain):")
+    for f in top:
+        print(f"  f{f:<5}{importances[f]:6.3f}  {'#' * max(1, int(round(40 * importances[f] / importances[top[0]])))}")
+    print(f"\nDone in {time.perf_counter() - started:.0f}s. Next: 'lambdamart train --help' to train on your own "
+          "LETOR files, or the README for the Python API.")
+    return EXIT_OK
 
 
-def main(argv=None):
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.command is None:
-        parser.print_help()
-        return 0
-    return args.run(args)
+# ------------------------------------------------------------------------------------------------ train
+
+
+def parse_params(items):
+    """``["key=value", ...]`` to a dict of ``LambdaMARTRanker`` parameters, values parsed as Python literals.
+
+    Raises a usage error for a malformed item, an unknown parameter (with the right name when it is another
+    library's) or a value the ranker rejects.
+    """
+    from .ranker import LambdaMARTRanker
+
+    params = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise usage_error(f"--param {item!r} is not key=value (e.g. --param learning_rate=0.05).")
+        params[key] = _literal(text.strip())
+    known = LambdaMARTRanker().get_params()
+    for key in params:
+        if key not in known:
+            raise usage_error(_unknown_parameter(key, known))
+    ranker = LambdaMARTRanker(**params)
+    try:
+        ranker._validate_params()
+    except (TypeError, ValueError) as error:
+        raise usage_error(f"invalid --param: {error}") from None
+    return params
+
+
+def _literal(text):
+    lowered = text.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    if lowered in ("none", "null"):
+        return None
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return text
+
+
+def _unknown_parameter(key, known):
+    message = f"unknown parameter {key!r}."
+    alias = _ALIASES.get(key.lower().lstrip("-"))
+    close = difflib.get_close_matches(key, known, n=3)
+    if alias:
+        message += f" LambdaMARTRanker calls it {alias!r}: --param {alias}=..."
+    elif close:
+        message += f" Did you mean {' or '.join(repr(c) for c in close)}?"
+    return message + f" Parameters: {', '.join(sorted(known))}."
+
+
+def run_train(args):
+    from . import model_io
+    from .ranker import LambdaMARTRanker
+
+    params = parse_params(args.param)
+    for name, value in params.items():  # fail now, not after training, if the model file cannot hold a value
+        try:
+            model_io._encode_param(name, value)
+        except TypeError as error:
+            raise usage_error(str(error)) from None
+    params.setdefault("verbose", 10)
+    _check_readable(args.train, "--train")
+    if args.valid is not None:
+        _check_readable(args.valid, "--valid")
+    _check_writable(args.model, "--model")
+
+    X, y, qid = _read_letor(args.train, "--train")
+    sets = [(args.train, X, y, qid)]
+    if args.valid is not None:
+        sets.append((args.valid,) + _read_letor(args.valid, "--valid"))
+    width = max(s[1].shape[1] for s in sets)  # files list only non-zero features, so widths can differ
+    sets = [(path, _dense(X, width), y, qid) for path, X, y, qid in sets]
+    for path, X, y, qid in sets:
+        print(f"{path}: {_plural(X.shape[0], 'row')}, {_plural(np.unique(qid).size, 'query')}, "
+              f"{_plural(X.shape[1], 'feature')}", flush=True)
+
+    (_, X, y, qid), eval_set = sets[0], [s[1:] for s in sets[1:]]
+    ranker = LambdaMARTRanker(**params)
+    start = time.perf_counter()
+    try:
+        ranker.fit(X, y, qid, eval_set=eval_set or None)
+    except (ValueError, TypeError) as error:  # labels the gain cannot use, too few queries to hold out, ...
+        raise CommandError(f"cannot train on {args.train}: {error}") from None
+    seconds = time.perf_counter() - start
+    try:
+        ranker.save_model(args.model)
+    except OSError as error:
+        raise CommandError(f"cannot write the model to {args.model}: {error.strerror or error}") from None
+
+    summary = f"trained {_plural(ranker.n_estimators_, 'tree')} in {seconds:.1f}s"
+    if ranker.best_iteration_ is not None:
+        summary += (f" (best of {ranker.n_iter_} rounds: validation NDCG@{ranker.eval_at} "
+                    f"{ranker.validation_score_[ranker.best_iteration_ - 1]:.5f})")
+    print(f"{summary}; model written to {args.model}", flush=True)
+    return EXIT_OK
+
+
+# ------------------------------------------------------------------------------------------------ predict, evaluate
+
+
+def run_predict(args):
+    _check_readable(args.model, "--model")
+    _check_readable(args.data, "--data")
+    if args.output is not None:
+        _check_writable(args.output, "--output")
+    ranker = _load_model(args.model)
+    X = _dense(_read_features(args.data), ranker.n_features_in_, args.data)
+    scores = ranker.predict(X)
+    text = "".join(f"{s!r}\n" for s in scores.tolist())  # shortest repr: reads back as the same float64
+    if args.output is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        try:
+            with open(args.output, "w", encoding="ascii") as f:
+                f.write(text)
+        except OSError as error:
+            raise CommandError(f"cannot write {args.output}: {error.strerror or error}") from None
+        print(f"wrote {len(scores):,} scores to {args.output}", file=sys.stderr)
+    return EXIT_OK
+
+
+def parse_metrics(text):
+    """``"ndcg@10,map"`` to a list of ``(name, function, keyword arguments)``; a usage error for a bad name."""
+    from . import metrics
+
+    table = {
+        "ndcg": metrics.ndcg, "dcg": metrics.dcg, "map": metrics.mean_average_precision,
+        "mrr": metrics.mean_reciprocal_rank, "precision": metrics.precision_at_k, "p": metrics.precision_at_k,
+        "recall": metrics.recall_at_k, "hits": metrics.hits_at_k, "err": metrics.err,
+        "kendall": metrics.kendall_tau,
+    }
+    choices = "ndcg[@k], dcg[@k], map[@k], mrr[@k], precision[@k] (or p@k), recall[@k], hits[@k], err[@k], kendall"
+    parsed = []
+    for name in text.split(","):
+        name = name.strip().lower()
+        if not name:
+            continue
+        base, at, k_text = name.partition("@")
+        if base not in table:
+            close = difflib.get_close_matches(base, table, n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            raise usage_error(f"unknown metric {name!r}.{hint} Metrics: {choices}.")
+        kwargs = {}
+        if at:
+            if base == "kendall":
+                raise usage_error("kendall takes no @k: it compares the whole ranking of each query.")
+            if not k_text.isdigit() or int(k_text) < 1:
+                raise usage_error(f"metric {name!r}: the cut-off after @ must be a positive integer, e.g. {base}@10.")
+            kwargs["k"] = int(k_text)
+        parsed.append((name, table[base], kwargs))
+    if not parsed:
+        raise usage_error(f"--metrics is empty. Metrics: {choices}.")
+    return parsed
+
+
+def run_evaluate(args):
+    from . import metrics
+
+    wanted = parse_metrics(args.metrics)
+    _check_readable(args.model, "--model")
+    _check_readable(args.data, "--data")
+    ranker = _load_model(args.model)
+    X, y, qid = _read_letor(args.data, "--data")
+    X = _dense(X, ranker.n_features_in_, args.data)
+    scores = ranker.predict(X)
+    print(f"{args.data}: {_plural(X.shape[0], 'row')}, {_plural(np.unique(qid).size, 'query')}", file=sys.stderr)
+    width = max(len(name) for name, _, _ in wanted)
+    for name, metric, kwargs in wanted:
+        if metric in (metrics.ndcg, metrics.dcg):
+            kwargs = dict(kwargs, gain=ranker.gain)  # the gain the model was trained and validated with
+        try:
+            value = metric(y, scores, qid, **kwargs)
+        except ValueError as error:  # e.g. labels too large for exponential gain
+            raise CommandError(f"{name} on {args.data}: {error}") from None
+        print(f"{name:<{width}}  {value:.6f}")
+    return EXIT_OK
+
+
+# ------------------------------------------------------------------------------------------------ files
+
+
+def _plural(n, word):
+    plural = word[:-1] + "ies" if word.endswith("y") else word + "s"
+    return f"{n:,} {word if n == 1 else plural}"
+
+
+def _check_readable(path, option):
+    if not os.path.exists(path):
+        raise CommandError(f"{option} file not found: {path}")
+    if os.path.isdir(path):
+        raise CommandError(f"{option} {path} is a directory, not a file.")
+    if not os.access(path, os.R_OK):
+        raise CommandError(f"{option} file {path} is not readable.")
+
+
+def _check_writable(path, option):
+    """Fail before the work, not after, when an output path cannot be written."""
+    if os.path.isdir(path):
+        raise CommandError(f"{option} {path} is a directory; give a file name.")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise CommandError(f"{option}: the folder {folder} does not exist.")
+    if not os.access(folder, os.W_OK):
+        raise CommandError(f"{option}: the folder {folder} is not writable.")
+
+
+def _load_model(path):
+    from .model_io import load_model
+
+    try:
+        return load_model(path)
+    except ValueError as error:
+        raise CommandError(f"--model: {error}") from None
+    except OSError as error:
+        raise CommandError(f"--model: cannot read {path}: {error.strerror or error}") from None
+
+
+def _read_letor(path, option):
+    """Sparse features, labels and query ids of a LETOR file (qid: fields or FILE.query sizes)."""
+    from .datasets import load_letor
+
+    try:
+        return load_letor(path, sparse=True)
+    except (ValueError, OSError) as error:
+        raise CommandError(_file_error(option, path, error)) from None
+
+
+def _read_features(path):
+    """Sparse features of an SVMlight/LETOR file, with or without query information (predict needs none)."""
+    from sklearn.datasets import load_svmlight_file
+
+    from .datasets import _locate_error
+
+    try:
+        try:
+            X, _ = load_svmlight_file(path, dtype=np.float32, zero_based="auto", query_id=False)
+        except (ValueError, OverflowError) as error:  # sklearn says what is wrong, not where: find the line
+            raise _locate_error(path, error, None, "auto") from None
+    except (ValueError, OSError) as error:
+        raise CommandError(_file_error("--data", path, error)) from None
+    if X.shape[0] == 0:
+        raise CommandError(f"--data {path}: no data rows (the file is empty or holds only comments).")
+    return X
+
+
+def _file_error(option, path, error):
+    if isinstance(error, OSError) and not isinstance(error, FileNotFoundError):
+        return f"{option}: cannot read {path}: {error.strerror or error}"
+    message = str(error).strip("'\"")
+    return message if path in message else f"{option} {path}: {message}"
+
+
+def _dense(X, width, path=None):
+    """C-contiguous float32 features with exactly ``width`` columns.
+
+    SVMlight files list only non-zero features, so a file's width is its largest feature index: narrower files
+    are padded with zero columns. Columns beyond ``width`` (the model's) cannot have been used by the model, which
+    saw them as all zero or never; they are dropped, with a note when they hold values.
+    """
+    if X.shape[1] > width:
+        if path is not None and X[:, width:].count_nonzero():
+            print(f"note: {path} has {X.shape[1]} feature columns but the model was trained on {width}; the "
+                  f"extra columns are ignored.", file=sys.stderr)
+        X = X[:, :width]
+    elif X.shape[1] < width:
+        X = X.copy()
+        X.resize((X.shape[0], width))
+    return np.ascontiguousarray(X.toarray(), dtype=np.float32)
 
 
 if __name__ == "__main__":

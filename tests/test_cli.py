@@ -1,0 +1,300 @@
+"""The ``lambdamart`` command line: train / predict / evaluate end to end on small generated LETOR files, the
+demo, the console script in a subprocess, and every user error (message on stderr, exit code, no traceback)."""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn.datasets import dump_svmlight_file
+
+import lambdamart
+from lambdamart import cli, load_model, metrics
+from lambdamart.datasets import load_letor, make_ranking_data
+
+FAST = ["n_estimators=6", "max_leaf_nodes=4", "min_samples_leaf=3", "n_jobs=1", "random_state=0"]
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """train / vali / test LETOR files with qid: (test rows shuffled, so queries are not contiguous), and the same
+    test data in LightGBM's layout (no qid:, sizes in a .query file)."""
+    folder = tmp_path_factory.mktemp("letor")
+    X, y, qid = make_ranking_data(40, n_features=8, mean_docs_per_query=12, missing_rate=0, random_state=0)
+    X[:, 0] += 1  # column 0 never zero, so every file is 1-based without doubt
+    parts = {"train": qid < 24, "vali": (qid >= 24) & (qid < 32), "test": qid >= 32}
+    paths = {}
+    for name, rows in parts.items():
+        Xp, yp, qp = X[rows], y[rows], qid[rows]
+        if name == "test":
+            order = np.random.default_rng(0).permutation(len(qp))
+            Xp, yp, qp = Xp[order], yp[order], qp[order]
+        paths[name] = folder / f"{name}.txt"
+        dump_svmlight_file(Xp, yp, str(paths[name]), query_id=qp, zero_based=False)
+    rows = parts["test"]
+    paths["lgb"] = folder / "rank.test"
+    dump_svmlight_file(X[rows], y[rows], str(paths["lgb"]), zero_based=False)
+    sizes = np.bincount(qid[rows])[32:]
+    Path(f"{paths['lgb']}.query").write_text("".join(f"{s}\n" for s in sizes))
+    return paths
+
+
+@pytest.fixture(scope="module")
+def model(files, tmp_path_factory):
+    path = tmp_path_factory.mktemp("model") / "model.json"
+    code = cli.main(["train", "--train", str(files["train"]), "--valid", str(files["vali"]), "--model", str(path),
+                     "--param", *FAST])
+    assert code == 0
+    return path
+
+
+def run(capsys, *argv):
+    code = cli.main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    return code, out, err
+
+
+# ---------------------------------------------------------------------------------------------- happy paths
+
+
+def test_version_and_help(capsys):
+    code, out, _ = run(capsys, "--version")
+    assert code == 0 and out.strip() == f"lambdamart {lambdamart.__version__}"
+    code, out, _ = run(capsys)
+    assert code == 0 and "demo" in out and "train" in out and "evaluate" in out
+    for command in ("demo", "train", "predict", "evaluate"):
+        code, out, _ = run(capsys, command, "--help")
+        assert code == 0 and "Exit codes" in out
+
+
+def test_train_writes_a_model_that_matches_the_python_api(files, model, capsys):
+    ranker = load_model(model)
+    assert ranker.get_params()["max_leaf_nodes"] == 4 and ranker.n_jobs == 1
+    assert ranker.best_iteration_ is not None and len(ranker.validation_score_) == ranker.n_iter_
+    # The same fit through the Python API gives the same trees.
+    X, y, qid = load_letor(files["train"])
+    X_v, y_v, qid_v = load_letor(files["vali"], n_features=X.shape[1])
+    params = dict(cli.parse_params(FAST), verbose=10)
+    same = lambdamart.LambdaMARTRanker(**params).fit(X, y, qid, eval_set=[(X_v, y_v, qid_v)])
+    X_t, _, _ = load_letor(files["test"], n_features=X.shape[1])
+    np.testing.assert_array_equal(ranker.predict(X_t), same.predict(X_t))
+
+
+def test_train_prints_progress_and_summary(files, tmp_path, capsys):
+    code, out, _ = run(capsys, "train", "--train", files["train"], "--valid", files["vali"], "--model",
+                       tmp_path / "m.json", "--param", "n_estimators=4", "verbose=2", "n_jobs=1")
+    assert code == 0
+    assert "[2/4]" in out and "train NDCG@10" in out and "valid NDCG@10" in out and "elapsed" in out
+    assert "24 queries" in out and "8 features" in out
+    assert f"model written to {tmp_path / 'm.json'}" in out
+
+
+def test_predict_writes_one_score_per_line_in_input_order(files, model, tmp_path, capsys):
+    out_path = tmp_path / "scores.txt"
+    code, out, err = run(capsys, "predict", "--model", model, "--data", files["test"], "--output", out_path)
+    assert code == 0 and out == "" and "wrote" in err
+    X, _, _ = load_letor(files["test"], n_features=load_model(model).n_features_in_)
+    expected = load_model(model).predict(X)
+    written = np.array([float(line) for line in out_path.read_text().splitlines()])
+    np.testing.assert_array_equal(written, expected)  # repr round-trips float64 exactly
+    code, out, _ = run(capsys, "predict", "--model", model, "--data", files["test"])
+    assert code == 0 and out == out_path.read_text()
+
+
+def test_evaluate_prints_the_metrics_of_the_python_api(files, model, capsys):
+    code, out, err = run(capsys, "evaluate", "--model", model, "--data", files["test"], "--metrics",
+                         "NDCG@10,ndcg,map,mrr@3,p@2,precision@3,recall@5,hits@1,err@5,dcg@3,kendall")
+    assert code == 0 and "8 queries" in err
+    ranker = load_model(model)
+    X, y, qid = load_letor(files["test"], n_features=ranker.n_features_in_)
+    s = ranker.predict(X)
+    expected = {
+        "ndcg@10": metrics.ndcg(y, s, qid, k=10), "ndcg": metrics.ndcg(y, s, qid),
+        "map": metrics.mean_average_precision(y, s, qid), "mrr@3": metrics.mean_reciprocal_rank(y, s, qid, k=3),
+        "p@2": metrics.precision_at_k(y, s, qid, k=2), "precision@3": metrics.precision_at_k(y, s, qid, k=3),
+        "recall@5": metrics.recall_at_k(y, s, qid, k=5), "hits@1": metrics.hits_at_k(y, s, qid, k=1),
+        "err@5": metrics.err(y, s, qid, k=5), "dcg@3": metrics.dcg(y, s, qid, k=3),
+        "kendall": metrics.kendall_tau(y, s, qid),
+    }
+    printed = dict(line.split() for line in out.splitlines())
+    assert list(printed) == list(expected)
+    for name, value in expected.items():
+        assert float(printed[name]) == pytest.approx(value, abs=5e-7), name
+
+
+def test_evaluate_default_metrics_and_the_models_gain(files, tmp_path, capsys):
+    path = tmp_path / "linear.json"
+    code, _, _ = run(capsys, "train", "--train", files["train"], "--model", path, "--param", *FAST, "gain=linear")
+    assert code == 0
+    code, out, _ = run(capsys, "evaluate", "--model", path, "--data", files["test"])
+    assert code == 0
+    printed = dict(line.split() for line in out.splitlines())
+    assert list(printed) == ["ndcg@1", "ndcg@5", "ndcg@10", "map", "mrr"]
+    X, y, qid = load_letor(files["test"], n_features=8)
+    s = load_model(path).predict(X)
+    assert float(printed["ndcg@10"]) == pytest.approx(metrics.ndcg(y, s, qid, k=10, gain="linear"), abs=5e-7)
+
+
+def test_lightgbm_layout_with_query_file(files, model, tmp_path, capsys):
+    """Files without qid: take their queries from FILE.query; predict needs no query information at all."""
+    path = tmp_path / "m.json"
+    code, out, _ = run(capsys, "train", "--train", files["lgb"], "--model", path, "--param", *FAST)
+    assert code == 0 and "8 queries" in out
+    code, out, _ = run(capsys, "evaluate", "--model", model, "--data", files["lgb"], "--metrics", "ndcg@10")
+    assert code == 0
+    bare = tmp_path / "bare.txt"
+    shutil.copy(files["lgb"], bare)  # no bare.txt.query
+    code, out, _ = run(capsys, "predict", "--model", model, "--data", bare)
+    assert code == 0 and len(out.splitlines()) == len(Path(files["lgb"]).read_text().splitlines())
+
+
+def test_files_narrower_or_wider_than_the_model(model, tmp_path, capsys):
+    ranker = load_model(model)
+    rng = np.random.default_rng(1)
+    X = rng.random((6, 12)).astype(np.float32) + 1
+    X_narrow = X.copy()
+    X_narrow[:, 5:] = 0  # written as 5 features
+    dump_svmlight_file(X_narrow, np.zeros(6), str(tmp_path / "narrow.txt"), zero_based=False)
+    dump_svmlight_file(X, np.zeros(6), str(tmp_path / "wide.txt"), zero_based=False)
+
+    code, out, err = run(capsys, "predict", "--model", model, "--data", tmp_path / "narrow.txt")
+    assert code == 0 and err == ""
+    expected = ranker.predict(np.ascontiguousarray(X_narrow[:, :8]))
+    np.testing.assert_array_equal([float(v) for v in out.split()], expected)
+
+    code, out, err = run(capsys, "predict", "--model", model, "--data", tmp_path / "wide.txt")
+    assert code == 0 and "12 feature columns but the model was trained on 8" in err
+    np.testing.assert_array_equal([float(v) for v in out.split()], ranker.predict(np.ascontiguousarray(X[:, :8])))
+
+
+def test_valid_file_wider_than_train_file(files, tmp_path, capsys):
+    X, y, qid = load_letor(files["train"])
+    X = np.ascontiguousarray(X[:, :5])  # the training file lists only 5 features, the validation file 8
+    dump_svmlight_file(X, y, str(tmp_path / "narrow.txt"), query_id=qid, zero_based=False)
+    code, out, _ = run(capsys, "train", "--train", tmp_path / "narrow.txt", "--valid", files["vali"], "--model",
+                       tmp_path / "m.json", "--param", *FAST)
+    assert code == 0 and "8 features" in out
+    assert load_model(tmp_path / "m.json").n_features_in_ == 8
+
+
+def test_parse_params_reads_python_literals():
+    params = cli.parse_params(["learning_rate=0.05", "max_leaf_nodes=63", "max_depth=None", "early_stopping=true",
+                               "gain=linear", "pair_normalization=False", "random_state=none", "max_depth=4",
+                               "gain=[0, 1, 3, 7, 15]", " tol = 1e-3 "])
+    assert params == {"learning_rate": 0.05, "max_leaf_nodes": 63, "max_depth": 4, "early_stopping": True,
+                      "gain": [0, 1, 3, 7, 15], "pair_normalization": False, "random_state": None, "tol": 1e-3}
+    assert type(params["max_leaf_nodes"]) is int
+
+
+def test_parse_metrics():
+    parsed = cli.parse_metrics(" NDCG@10, map ,mrr,p@5,,kendall")
+    assert [(name, kwargs) for name, _, kwargs in parsed] == [
+        ("ndcg@10", {"k": 10}), ("map", {}), ("mrr", {}), ("p@5", {"k": 5}), ("kendall", {})]
+    assert parsed[3][1] is metrics.precision_at_k
+
+
+def test_warnings_are_one_line_notes(tmp_path, capsys):
+    path = tmp_path / "flat.txt"
+    path.write_text("1 qid:1 1:0.5\n1 qid:1 1:0.7\n2 qid:2 1:0.1\n")
+    code, _, err = run(capsys, "train", "--train", path, "--model", tmp_path / "m.json", "--param", "n_estimators=2")
+    assert code == 0
+    assert "lambdamart train: warning: every training query has all labels equal" in err
+    assert "ranker.py" not in err
+
+
+def test_demo_runs_small(capsys):
+    code, out, err = run(capsys, "demo", "--queries", "12", "--rounds", "3", "--jobs", "1")
+    assert code == 0, err
+    for text in ("[3/3]", "train NDCG@10", "valid NDCG@10", "elapsed", "eta", "pointwise", "NDCG@1 ", "NDCG@5",
+                 "NDCG@10", "MAP", "MRR", "Top features by gain"):
+        assert text in out, text
+
+
+def test_console_script_runs_in_a_subprocess(files, model):
+    exe = shutil.which("lambdamart", path=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+    if exe is None:
+        pytest.skip("the lambdamart console script is not installed (pip install -e .)")
+    done = subprocess.run([exe, "evaluate", "--model", str(model), "--data", str(files["test"]), "--metrics",
+                           "ndcg@10,map"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert [line.split()[0] for line in done.stdout.splitlines()] == ["ndcg@10", "map"]
+    done = subprocess.run([exe, "predict", "--model", str(model), "--data", "missing.txt"], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr == "lambdamart predict: error: --data file not found: missing.txt\n"
+
+
+# ---------------------------------------------------------------------------------------------- user errors
+
+
+def test_user_errors(files, model, tmp_path, capsys):
+    bad = tmp_path / "bad.txt"
+    bad.write_text("1 qid:1 1:0.5 2:0.3\n0 qid:1 1:0.2 2:oops\n")
+    noq = tmp_path / "noq.txt"
+    noq.write_text("1 1:0.5\n0 1:0.2\n")
+    mixed = tmp_path / "mixed.txt"
+    mixed.write_text("1 qid:1 1:0.5\n0 1:0.2\n")
+    empty = tmp_path / "empty.txt"
+    empty.write_text("# only a comment\n")
+    corrupt = tmp_path / "corrupt.json"
+    corrupt.write_text(Path(model).read_text()[:200])
+    big = tmp_path / "big.txt"
+    big.write_text("60 qid:1 1:0.5\n0 qid:1 1:0.2\n")
+    out = tmp_path / "out.json"
+    train = ["train", "--train", files["train"], "--model", out]
+    cases = [
+        # (argv, exit code, text in the error line)
+        (["train", "--train", tmp_path / "missing.txt", "--model", out], 1, "--train file not found"),
+        (train + ["--valid", tmp_path / "missing.txt"], 1, "--valid file not found"),
+        (["train", "--train", tmp_path, "--model", out], 1, "is a directory"),
+        (["train", "--train", bad, "--model", out], 1, "bad.txt line 2: value 'oops' of feature 2 is not a number"),
+        (["train", "--train", noq, "--model", out], 1, "noq.txt.query"),
+        (["train", "--train", mixed, "--model", out], 1, "mixed.txt line 2: no qid: field"),
+        (["train", "--train", big, "--model", out], 1, "gain='linear'"),
+        (["train", "--train", files["train"], "--model", tmp_path / "no" / "m.json"], 1, "does not exist"),
+        (train + ["--param", "num_leaves=7"], 2, "unknown parameter 'num_leaves'. LambdaMARTRanker calls it "
+                                                 "'max_leaf_nodes'"),
+        (train + ["--param", "learnin_rate=0.1"], 2, "Did you mean 'learning_rate'?"),
+        (train + ["--param", "learning_rate=-1"], 2, "'learning_rate' parameter of LambdaMARTRanker must be"),
+        (train + ["--param", "max_leaf_nodes"], 2, "is not key=value"),
+        (train + ["--param", "gain={1: 2}"], 2, "cannot be written to a model file"),
+        (["train", "--model", out], 2, "required: --train"),
+        (["predict", "--model", tmp_path / "missing.json", "--data", files["test"]], 1, "--model file not found"),
+        (["predict", "--model", files["test"], "--data", files["test"]], 1, "not valid JSON"),
+        (["predict", "--model", corrupt, "--data", files["test"]], 1, "truncated"),
+        (["predict", "--model", model, "--data", bad], 1, "bad.txt line 2"),
+        (["predict", "--model", model, "--data", empty], 1, "no data rows"),
+        (["predict", "--model", model, "--data", files["test"], "--output", tmp_path / "no" / "s.txt"], 1,
+         "does not exist"),
+        (["evaluate", "--model", model, "--data", noq], 1, "noq.txt.query"),
+        (["evaluate", "--model", model, "--data", files["test"], "--metrics", "ndcg@10,foo"], 2,
+         "unknown metric 'foo'"),
+        (["evaluate", "--model", model, "--data", files["test"], "--metrics", "ndgc@10"], 2, "Did you mean 'ndcg'"),
+        (["evaluate", "--model", model, "--data", files["test"], "--metrics", "kendall@5"], 2, "kendall takes no @k"),
+        (["evaluate", "--model", model, "--data", files["test"], "--metrics", "ndcg@0"], 2, "positive integer"),
+        (["evaluate", "--model", model, "--data", files["test"], "--metrics", ","], 2, "--metrics is empty"),
+        (["demo", "--queries", "5"], 2, "--queries must be at least 10"),
+        (["demo", "--rounds", "0"], 2, "--rounds must be at least 1"),
+        (["frobnicate"], 2, "invalid choice"),
+    ]
+    for argv, expected_code, text in cases:
+        code, stdout, err = run(capsys, *argv)
+        assert code == expected_code, (argv, err)
+        assert text in err, (argv, err)
+        assert f"lambdamart {argv[0]}: error:" in err or "lambdamart: error:" in err, (argv, err)
+        if argv[0] != "train":
+            assert stdout == "", argv
+    assert not out.exists()
+
+
+def test_interrupt_exits_130(monkeypatch, capsys):
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "run_demo", interrupted)
+    code, _, err = run(capsys, "demo")
+    assert code == 130 and err == "lambdamart demo: interrupted\n"

@@ -8,8 +8,8 @@ child's by subtraction from the parent's. Leaf values are Newton steps ``-Σλ /
 import numpy as np
 from numba import njit, prange
 
-from .histogram import build_histogram, subtract_histogram
-from .split import find_best_split, leaf_value
+from .histogram import build_feature_group, subtract_feature
+from .split import best_of, leaf_value, store_feature_split
 
 
 def make_workspace(n_rows, total_bins, max_leaf_nodes):
@@ -103,6 +103,8 @@ def grow_tree(codes, n_bins, bin_offsets, features, grad, hess, rows, max_leaf_n
     cand_left_hess = np.zeros(max_nodes)
 
     hists, ordered_grad, ordered_hess, buffer = workspace
+    sums = np.empty((2, 3))
+    results = np.empty((2, features.shape[0], 6))
 
     node_stop[0] = n_rows
     count[0] = n_rows
@@ -110,10 +112,11 @@ def grow_tree(codes, n_bins, bin_offsets, features, grad, hess, rows, max_leaf_n
     n_nodes = 1
     n_leaves = 1
     if _splittable(count[0], 0, max_depth, min_samples_leaf, max_leaf_nodes):
-        build_histogram(codes, rows, ordered_grad, ordered_hess, bin_offsets, features, hists[0])
-        _store_best_split(0, hists[0], n_bins, bin_offsets, features, sum_grad, sum_hess, count, l2,
-                          min_samples_leaf, min_sum_hessian, cand_gain, cand_feature, cand_bin, cand_missing_left,
-                          cand_left_grad, cand_left_hess)
+        sums[0, 0], sums[0, 1], sums[0, 2] = sum_grad[0], sum_hess[0], count[0]
+        _histograms_and_splits(codes, rows, ordered_grad, ordered_hess, bin_offsets, n_bins, features, hists[0],
+                               hists[0], True, False, sums, l2, min_samples_leaf, min_sum_hessian, results)
+        _take_candidate(0, results[0], features, cand_gain, cand_feature, cand_bin, cand_missing_left,
+                        cand_left_grad, cand_left_hess)
 
     while n_leaves < max_leaf_nodes:
         node = -1
@@ -150,15 +153,15 @@ def grow_tree(codes, n_bins, bin_offsets, features, grad, hess, rows, max_leaf_n
             continue
         s0, s1 = node_start[small], node_stop[small]
         _gather(grad, hess, rows, s0, s1, ordered_grad, ordered_hess)
-        build_histogram(codes, rows[s0:s1], ordered_grad[s0:s1], ordered_hess[s0:s1], bin_offsets, features,
-                        hists[slot[small]])
-        if split_large:
-            subtract_histogram(hists[slot[large]], hists[slot[small]], bin_offsets, features)
-        for child, can_split in ((small, split_small), (large, split_large)):
+        for side, child in ((0, small), (1, large)):
+            sums[side, 0], sums[side, 1], sums[side, 2] = sum_grad[child], sum_hess[child], count[child]
+        _histograms_and_splits(codes, rows[s0:s1], ordered_grad[s0:s1], ordered_hess[s0:s1], bin_offsets, n_bins,
+                               features, hists[slot[small]], hists[slot[large]], split_small, split_large, sums, l2,
+                               min_samples_leaf, min_sum_hessian, results)
+        for side, child, can_split in ((0, small, split_small), (1, large, split_large)):
             if can_split:
-                _store_best_split(child, hists[slot[child]], n_bins, bin_offsets, features, sum_grad, sum_hess,
-                                  count, l2, min_samples_leaf, min_sum_hessian, cand_gain, cand_feature, cand_bin,
-                                  cand_missing_left, cand_left_grad, cand_left_hess)
+                _take_candidate(child, results[side], features, cand_gain, cand_feature, cand_bin,
+                                cand_missing_left, cand_left_grad, cand_left_hess)
 
     for i in range(n_nodes):
         if left[i] == -1:
@@ -172,12 +175,36 @@ def _splittable(n, node_depth, max_depth, min_samples_leaf, max_leaf_nodes):
     return n >= 2 * min_samples_leaf and n >= 2 and (max_depth < 0 or node_depth < max_depth)
 
 
+@njit(cache=True, parallel=True)
+def _histograms_and_splits(codes, rows, ordered_grad, ordered_hess, bin_offsets, n_bins, features, hist_small,
+                           hist_large, search_small, search_large, sums, l2, min_samples_leaf, min_sum_hessian,
+                           results):
+    """One parallel region per split: for its group of features, each thread builds the smaller child's histogram,
+    turns the parent's (held in ``hist_large``) into the larger child's by subtraction, and searches both children's
+    best split per feature into ``results[0]`` (smaller) and ``results[1]`` (larger).
+
+    One region instead of one per step keeps thread start-up and barrier waits to one per split.
+    """
+    n_features = features.shape[0]
+    for group in prange((n_features + 3) // 4):
+        first = 4 * group
+        last = min(first + 4, n_features)
+        build_feature_group(codes, rows, ordered_grad, ordered_hess, bin_offsets, features, first, last, hist_small)
+        for k in range(first, last):
+            f = features[k]
+            if search_small:
+                store_feature_split(results[0], k, hist_small, bin_offsets[f], n_bins[f], sums[0, 0], sums[0, 1],
+                                    sums[0, 2], l2, min_samples_leaf, min_sum_hessian)
+            if search_large:
+                subtract_feature(hist_large, hist_small, bin_offsets, f)
+                store_feature_split(results[1], k, hist_large, bin_offsets[f], n_bins[f], sums[1, 0], sums[1, 1],
+                                    sums[1, 2], l2, min_samples_leaf, min_sum_hessian)
+
+
 @njit(cache=True)
-def _store_best_split(node, hist, n_bins, bin_offsets, features, sum_grad, sum_hess, count, l2, min_samples_leaf,
-                      min_sum_hessian, cand_gain, cand_feature, cand_bin, cand_missing_left, cand_left_grad,
-                      cand_left_hess):
-    g, f, b, ml, lg, lh, _ = find_best_split(hist, n_bins, bin_offsets, features, sum_grad[node], sum_hess[node],
-                                             float(count[node]), l2, min_samples_leaf, min_sum_hessian)
+def _take_candidate(node, results, features, cand_gain, cand_feature, cand_bin, cand_missing_left, cand_left_grad,
+                    cand_left_hess):
+    g, f, b, ml, lg, lh, _ = best_of(results, features)
     cand_gain[node] = g
     cand_feature[node] = f
     cand_bin[node] = b

@@ -52,6 +52,27 @@ def _accumulate_four(hist, rows, ordered_grad, ordered_hess, c0, c1, c2, c3, b0,
         hist[b, 2] += 1.0
 
 
+@njit(cache=True)
+def build_feature_group(codes, rows, ordered_grad, ordered_hess, bin_offsets, features, first, last, hist):
+    """Histograms of ``features[first:last]`` (at most four) for the node whose rows are ``rows``."""
+    for k in range(first, last):
+        f = features[k]
+        hist[bin_offsets[f]:bin_offsets[f + 1], :] = 0.0
+    if last - first == 4:
+        f0, f1, f2, f3 = features[first], features[first + 1], features[first + 2], features[first + 3]
+        _accumulate_four(hist, rows, ordered_grad, ordered_hess, codes[f0], codes[f1], codes[f2], codes[f3],
+                         bin_offsets[f0], bin_offsets[f1], bin_offsets[f2], bin_offsets[f3])
+    else:
+        for k in range(first, last):
+            f = features[k]
+            _accumulate(hist, rows, ordered_grad, ordered_hess, codes[f], bin_offsets[f])
+
+
+def n_feature_groups(n_features):
+    """Features are processed four at a time (see :func:`build_feature_group`)."""
+    return (n_features + 3) // 4
+
+
 @njit(cache=True, parallel=True)
 def build_histogram(codes, rows, ordered_grad, ordered_hess, bin_offsets, features, hist):
     """Fill ``hist`` for the node whose rows are ``rows``, with ``ordered_grad[i]`` the λ of ``rows[i]``.
@@ -61,27 +82,14 @@ def build_histogram(codes, rows, ordered_grad, ordered_hess, bin_offsets, featur
     """
     n_features = features.shape[0]
     for group in prange((n_features + 3) // 4):
-        first = 4 * group
-        last = min(first + 4, n_features)
-        for k in range(first, last):
-            f = features[k]
-            hist[bin_offsets[f]:bin_offsets[f + 1], :] = 0.0
-        if last - first == 4:
-            f0, f1, f2, f3 = features[first], features[first + 1], features[first + 2], features[first + 3]
-            _accumulate_four(hist, rows, ordered_grad, ordered_hess, codes[f0], codes[f1], codes[f2], codes[f3],
-                             bin_offsets[f0], bin_offsets[f1], bin_offsets[f2], bin_offsets[f3])
-        else:
-            for k in range(first, last):
-                f = features[k]
-                _accumulate(hist, rows, ordered_grad, ordered_hess, codes[f], bin_offsets[f])
+        build_feature_group(codes, rows, ordered_grad, ordered_hess, bin_offsets, features, 4 * group,
+                            min(4 * group + 4, n_features), hist)
 
 
-@njit(cache=True, parallel=True)
-def subtract_histogram(parent, child, bin_offsets, features):
-    """``parent -= child`` in place: the parent's histogram becomes its other child's."""
-    for k in prange(features.shape[0]):
-        f = features[k]
-        for b in range(bin_offsets[f], bin_offsets[f + 1]):
-            parent[b, 0] -= child[b, 0]
-            parent[b, 1] -= child[b, 1]
-            parent[b, 2] -= child[b, 2]
+@njit(cache=True)
+def subtract_feature(parent, child, bin_offsets, f):
+    """``parent -= child`` on feature ``f``'s bins: the parent's histogram becomes its other child's."""
+    for b in range(bin_offsets[f], bin_offsets[f + 1]):
+        parent[b, 0] -= child[b, 0]
+        parent[b, 1] -= child[b, 1]
+        parent[b, 2] -= child[b, 2]

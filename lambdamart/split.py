@@ -6,7 +6,7 @@ subject to ``min_samples_leaf`` rows and ``min_sum_hessian`` weight on each side
 """
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 
 @njit(cache=True)
@@ -24,7 +24,7 @@ def leaf_value(sum_grad, sum_hess, l2):
 
 
 @njit(cache=True)
-def _feature_best_split(hist, base, n_value_bins, sum_grad, sum_hess, count, l2, min_samples_leaf, min_sum_hessian):
+def feature_best_split(hist, base, n_value_bins, sum_grad, sum_hess, count, l2, min_samples_leaf, min_sum_hessian):
     """Best (gain, bin, missing_left, left λ sum, left w sum, left count) for one feature; gain -inf if none."""
     missing = base + n_value_bins
     miss_g, miss_h, miss_n = hist[missing, 0], hist[missing, 1], hist[missing, 2]
@@ -64,34 +64,30 @@ def _feature_best_split(hist, base, n_value_bins, sum_grad, sum_hess, count, l2,
     return best_gain, best_bin, best_missing_left, best_g, best_h, best_n
 
 
-@njit(cache=True, parallel=True)
-def find_best_split(hist, n_bins, bin_offsets, features, sum_grad, sum_hess, count, l2, min_samples_leaf,
-                    min_sum_hessian):
-    """Best split over ``features``: (gain, feature, bin, missing_left, left λ sum, left w sum, left count).
+@njit(cache=True)
+def store_feature_split(results, k, hist, base, n_value_bins, sum_grad, sum_hess, count, l2, min_samples_leaf,
+                        min_sum_hessian):
+    """Write feature ``k``'s best split into row ``k`` of ``results`` (see :func:`best_of`)."""
+    gain, b, missing_left, g, h, c = feature_best_split(hist, base, n_value_bins, sum_grad, sum_hess, count, l2,
+                                                        min_samples_leaf, min_sum_hessian)
+    results[k, 0] = gain
+    results[k, 1] = b
+    results[k, 2] = 1.0 if missing_left else 0.0
+    results[k, 3] = g
+    results[k, 4] = h
+    results[k, 5] = c
 
-    Features are searched in parallel; ties in gain go to the lowest feature index, so the result does not
-    depend on the thread count. A gain of -inf means no admissible split.
-    """
-    n = features.shape[0]
-    gains = np.full(n, -np.inf)
-    bins = np.empty(n, dtype=np.int64)
-    missing_left = np.empty(n, dtype=np.bool_)
-    left_stats = np.empty((n, 3))
-    for k in prange(n):
-        f = features[k]
-        gain, b, ml, g, h, c = _feature_best_split(hist, bin_offsets[f], n_bins[f], sum_grad, sum_hess, count, l2,
-                                                   min_samples_leaf, min_sum_hessian)
-        gains[k] = gain
-        bins[k] = b
-        missing_left[k] = ml
-        left_stats[k, 0] = g
-        left_stats[k, 1] = h
-        left_stats[k, 2] = c
-    best = 0
-    for k in range(1, n):
-        if gains[k] > gains[best]:
-            best = k
-    if n == 0:
+
+@njit(cache=True)
+def best_of(results, features):
+    """The best of the per-feature splits in ``results``: (gain, feature, bin, missing_left, left λ sum, left w
+    sum, left count). Ties in gain go to the lowest feature index, so the result does not depend on the thread
+    count; a gain of -inf means no admissible split."""
+    if features.shape[0] == 0:
         return -np.inf, -1, -1, False, 0.0, 0.0, 0.0
-    return (gains[best], features[best], bins[best], missing_left[best], left_stats[best, 0], left_stats[best, 1],
-            left_stats[best, 2])
+    best = 0
+    for k in range(1, features.shape[0]):
+        if results[k, 0] > results[best, 0]:
+            best = k
+    r = results[best]
+    return r[0], features[best], int(r[1]), r[2] != 0.0, r[3], r[4], r[5]

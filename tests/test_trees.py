@@ -7,7 +7,7 @@ import pytest
 from lambdamart.binning import MIN_SAMPLES_PER_BIN, bin_features, find_thresholds
 from lambdamart.ensemble import concatenate_trees, make_tree
 from lambdamart.grower import add_leaf_values, grow_tree, make_workspace
-from lambdamart.histogram import bin_offsets_for, build_histogram, subtract_histogram
+from lambdamart.histogram import bin_offsets_for, build_histogram, subtract_feature
 from lambdamart.predict import add_tree_binned, predict_parallel, predict_serial
 
 # ---------------------------------------------------------------- helpers
@@ -373,7 +373,8 @@ def test_histogram_subtraction_equals_direct_build():
             assert h[2] == sel.size
             assert h[0] == pytest.approx(grad[sel].sum(), abs=1e-12)
             assert h[1] == pytest.approx(hess[sel].sum(), abs=1e-12)
-    subtract_histogram(parent, child, bin_offsets, features)
+    for f in features:
+        subtract_feature(parent, child, bin_offsets, f)
     np.testing.assert_allclose(parent[:, :2], sibling[:, :2], rtol=0, atol=1e-12)
     np.testing.assert_array_equal(parent[:, 2], sibling[:, 2])
 

@@ -7,16 +7,51 @@ MAX_EXPONENTIAL_LABEL = 53
 
 
 def check_labels(y, name="y"):
-    """Validate relevance labels: finite and non-negative. Returns float64 array."""
+    """Validate relevance labels: numeric, finite and non-negative. Returns a float64 array.
+
+    Object arrays (e.g. pandas nullable integers, or numbers held as Python objects) are converted when every
+    entry is a number; a missing entry (None, ``pd.NA``) is reported like NaN.
+    """
     y = np.asarray(y)
+    if y.dtype == object:
+        try:
+            y = y.astype(np.float64)
+        except (TypeError, ValueError):
+            i, bad = _first_non_number(y)
+            if _is_missing(bad):
+                raise ValueError(f"{name} has a missing label ({bad!r} at row {i}); every row needs a relevance "
+                                 f"label: drop those rows or give them a label.") from None
+            raise TypeError(f"{name} must hold numeric relevance labels (non-negative numbers), but row {i} holds "
+                            f"{bad!r}; convert the labels to numbers first.") from None
     if y.dtype.kind not in "biuf":
-        raise TypeError(f"{name} must hold numeric relevance labels, got dtype {y.dtype}.")
+        raise TypeError(f"{name} must hold numeric relevance labels (non-negative numbers), got dtype {y.dtype}; "
+                        f"convert the labels to numbers first.")
     y = y.astype(np.float64, copy=False)
-    if not np.all(np.isfinite(y)):
-        raise ValueError(f"{name} contains NaN or infinite labels; relevance labels must be finite numbers.")
+    finite = np.isfinite(y)
+    if not finite.all():
+        i = int(np.argmin(finite.reshape(-1)))
+        raise ValueError(f"{name} contains NaN or infinite labels (first {y.reshape(-1)[i]} at row {i}); relevance "
+                         f"labels must be finite numbers: drop those rows or give them a label.")
     if y.size and y.min() < 0:
-        raise ValueError(f"{name} contains a negative label ({y.min():g}); relevance labels must be >= 0.")
+        i = int(np.argmin(y.reshape(-1)))
+        raise ValueError(f"{name} contains a negative label ({y.min():g} at row {i}); relevance labels must be "
+                         f">= 0 (shift or clip them, e.g. 0 for irrelevant).")
     return y
+
+
+def _first_non_number(a):
+    """Index and value of the first entry of an object array that does not convert to float (for messages)."""
+    for i, value in enumerate(a.reshape(-1)):
+        try:
+            float(value)
+        except (TypeError, ValueError):
+            return i, value
+    return -1, None  # pragma: no cover - only called when the conversion failed
+
+
+def _is_missing(value):
+    """None or pandas' NA (without importing pandas)."""
+    return value is None or type(value).__name__ == "NAType"
 
 
 def label_gains(y, gain="exponential", name="y"):
@@ -38,7 +73,8 @@ def label_gains(y, gain="exponential", name="y"):
             if y.size and y.max() > MAX_EXPONENTIAL_LABEL:
                 raise ValueError(
                     f"{name} has label {y.max():g}, too large for exponential gain 2**label - 1 (exact in float64 "
-                    f"only up to label {MAX_EXPONENTIAL_LABEL}). Use gain='linear' or pass a gain table."
+                    f"only up to label {MAX_EXPONENTIAL_LABEL}). Use gain='linear' (gain = label) or pass a table "
+                    f"of gains per label as gain=[...]."
                 )
             return np.exp2(y) - 1.0
         if gain == "linear":
@@ -49,9 +85,10 @@ def label_gains(y, gain="exponential", name="y"):
         raise ValueError("a gain table must be a non-empty one-dimensional array: gain[label].")
     if not np.all(np.isfinite(table)) or table.min() < 0:
         raise ValueError("a gain table must hold finite, non-negative gains.")
-    if y.size and (np.any(y != np.floor(y)) or y.max() >= table.size):
+    bad = (y != np.floor(y)) | (y >= table.size)
+    if bad.any():
         raise ValueError(
             f"with a gain table of {table.size} entries, labels must be integers in [0, {table.size - 1}]; "
-            f"{name} holds {y.max():g}."
+            f"{name} holds {y[np.argmax(bad)]:g}. Extend the table to cover every label, or use gain='linear'."
         )
     return table[y.astype(np.intp)]

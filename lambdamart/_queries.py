@@ -72,13 +72,27 @@ def group_queries(qid, n_samples):
     if qid.shape[0] != n_samples:
         raise ValueError(f"qid has {qid.shape[0]} entries but there are {n_samples} rows; give one query id per row.")
     if qid.dtype.kind == "f" and not np.isfinite(qid).all():
-        raise ValueError("qid contains NaN or infinite values; every row needs a query id.")
+        i = int(np.argmin(np.isfinite(qid)))
+        raise ValueError(f"qid contains NaN or infinite values (first {qid[i]} at row {i}); every row needs a query "
+                         f"id: drop those rows or give them an id.")
+    if qid.dtype.kind in "mM" and np.isnat(qid).any():
+        i = int(np.argmax(np.isnat(qid)))
+        raise ValueError(f"qid contains NaT at row {i}; every row needs a query id: drop those rows or give them an "
+                         f"id.")
+    if qid.dtype.kind not in "biufOUSmM":
+        raise TypeError(f"qid must hold integers or strings (one query id per row), got dtype {qid.dtype}.")
     if qid.dtype.kind == "O":
+        missing = np.fromiter((_is_missing(v) for v in qid), dtype=bool, count=qid.shape[0])
+        if missing.any():
+            i = int(np.argmax(missing))
+            raise ValueError(f"qid has a missing query id ({qid[i]!r} at row {i}); every row needs a query id: "
+                             f"drop those rows or give them an id.")
         # Mixed ints and strings cannot be sorted; strings of everything can.
         try:
             ids, inverse = np.unique(qid, return_inverse=True)
         except TypeError:
-            raise ValueError("qid mixes types that cannot be compared; use one type (all integers or all strings).")
+            raise ValueError("qid mixes types that cannot be compared (e.g. integers and strings); use one type, "
+                             "e.g. qid.astype(str).") from None
     else:
         ids, inverse = np.unique(qid, return_inverse=True)
     inverse = inverse.reshape(-1)
@@ -120,3 +134,13 @@ def group_from_sizes(group, n_samples):
     offsets = np.zeros(len(sizes) + 1, dtype=np.int64)
     np.cumsum(sizes, out=offsets[1:])
     return QueryGroups(None, offsets, np.arange(len(sizes), dtype=np.int64))
+
+
+def _is_missing(value):
+    """None, NaN or pandas' NA (without importing pandas)."""
+    if value is None or type(value).__name__ == "NAType":
+        return True
+    try:
+        return bool(value != value)  # NaN of any float type
+    except (TypeError, ValueError):
+        return False

@@ -7,6 +7,7 @@ int64 query id per row, which is what :class:`lambdamart.LambdaMARTRanker` and t
 import numbers
 import os
 import re
+import warnings
 from array import array
 
 import numpy as np
@@ -101,6 +102,7 @@ def load_letor(path, *, query_file=None, n_features=None, dtype=np.float32, spar
     if X.shape[0] != n_rows:  # pragma: no cover - our scan mirrors sklearn's line rules
         raise RuntimeError(f"{path}: read {X.shape[0]} rows but counted {n_rows}; please report this file.")
 
+    _warn_on_overflow(path, X, row_lines, dtype)
     y = np.asarray(y, dtype=np.float64)
     bad = np.flatnonzero(~np.isfinite(y))
     if bad.size:
@@ -121,6 +123,37 @@ def load_letor(path, *, query_file=None, n_features=None, dtype=np.float32, spar
     else:
         X = np.ascontiguousarray(X.toarray(), dtype=dtype)
     return X, y, qid
+
+
+def _warn_on_overflow(path, X, row_lines, dtype):
+    """Warn when a finite value in the file became inf in a narrow float ``dtype`` (e.g. 1e39 in float32).
+
+    Costs nothing unless X holds an inf; then the lines with one are re-read to tell overflow from a written inf.
+    """
+    dtype = np.dtype(dtype)
+    if dtype.kind != "f" or dtype.itemsize >= 8:
+        return
+    inf_at = np.flatnonzero(np.isinf(X.data))
+    if inf_at.size == 0:
+        return
+    rows = np.unique(np.searchsorted(X.indptr, inf_at, side="right") - 1)
+    suspects = set(row_lines[rows].tolist())
+    for lineno, tokens in _data_lines(path):
+        if lineno not in suspects:
+            continue
+        for token in tokens[1:]:
+            index, colon, value = token.partition(b":")
+            if not colon or index.startswith(b"qid"):
+                continue
+            number = float(value)
+            with np.errstate(over="ignore"):
+                overflows = np.isfinite(number) and np.isinf(dtype.type(number))
+            if overflows:
+                warnings.warn(
+                    f"{path} line {lineno}: value {value.decode()} of feature {index.decode()} is beyond the range "
+                    f"of {dtype.name} and was read as inf (other values may be too). Pass dtype=np.float64 to keep "
+                    f"such values.", UserWarning, stacklevel=3)
+                return
 
 
 def _as_path(path, name):

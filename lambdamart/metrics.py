@@ -66,7 +66,8 @@ def _check_k(k):
         raise TypeError(f"k must be an integer >= 1 or None (the whole list); got {k!r} of type {type(k).__name__}.")
     if k < 1:
         raise ValueError(f"k must be >= 1 (the number of top positions that count) or None; got {k}.")
-    return int(k)
+    # A cut-off beyond any query is the whole list (and must fit the kernels' int64).
+    return int(min(k, _WHOLE_LIST))
 
 
 def _as_1d(a, name):
@@ -99,6 +100,12 @@ def _prepare(y_true, y_score, qid, k, ties, sample_weight, reduce, empty=1.0):
     if n == 0:
         raise ValueError("y_true and y_score are empty; metrics need at least one document.")
     labels = check_labels(y_true, "y_true")
+    if y_score.dtype == object:
+        try:
+            y_score = y_score.astype(np.float64)
+        except (TypeError, ValueError):
+            raise TypeError("y_score must hold numeric scores, got an object array with entries that are not "
+                            "numbers.") from None
     if y_score.dtype.kind not in "biuf":
         raise TypeError(f"y_score must hold numeric scores, got dtype {y_score.dtype}.")
     score = y_score.astype(np.float64, copy=False)
@@ -370,8 +377,12 @@ def err(y_true, y_score, qid=None, *, k=None, max_label=None, ties="average", sa
     {rest}
     """
     queries = _prepare(y_true, y_score, qid, k, ties, sample_weight, reduce)
-    gains = label_gains(queries.labels, "exponential", "y_true")
     top = queries.labels.max()
+    if top > MAX_EXPONENTIAL_LABEL:
+        raise ValueError(f"y_true has label {top:g}, but ERR's stop probability (2**label - 1) / 2**max_label is "
+                         f"exact only for labels up to {MAX_EXPONENTIAL_LABEL}; rescale the labels to a graded scale "
+                         f"(e.g. 0..4).")
+    gains = label_gains(queries.labels, "exponential", "y_true")
     if max_label is None:
         max_label = top
     else:

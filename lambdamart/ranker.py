@@ -20,7 +20,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from . import __version__
-from ._gains import check_labels, label_gains
+from ._gains import MAX_EXPONENTIAL_LABEL, check_labels, label_gains
 from ._queries import group_from_sizes, group_queries
 from .binning import MAX_BINS, bin_features, find_thresholds
 from .ensemble import concatenate_trees, make_tree
@@ -181,7 +181,7 @@ class LambdaMARTRanker(BaseEstimator):
         "truncation_level": [Interval(Integral, 1, None, closed="left")],
         "sigma": [Interval(Real, 0, None, closed="neither")],
         "gain": [StrOptions({"exponential", "linear"}), "array-like"],
-        "relevance_threshold": [Real],
+        "relevance_threshold": [Interval(Real, None, None, closed="neither")],
         "pairs_per_document": [Interval(Integral, 1, None, closed="left"), None],
         "position_bias_norm": [Interval(Real, 0, None, closed="left")],
         "pair_normalization": ["boolean"],
@@ -306,9 +306,7 @@ class LambdaMARTRanker(BaseEstimator):
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None: pass the "
                              f"relevance label of every row.")
         X = _check_X(self, X, reset=True)
-        y = check_labels(_numeric_labels(y), "y")
-        if y.ndim != 1 or y.shape[0] != X.shape[0]:
-            raise ValueError(f"y must be one label per row: X has {X.shape[0]} rows, y has shape {y.shape}.")
+        y = _check_y(y, X.shape[0], "y")
         if group is not None and qid is not None:
             raise ValueError("pass either qid (one id per row) or group (query sizes), not both.")
         groups = group_from_sizes(group, X.shape[0]) if group is not None else group_queries(qid, X.shape[0])
@@ -346,30 +344,50 @@ class LambdaMARTRanker(BaseEstimator):
             is_valid[rng.choice(n_queries, n_valid, replace=False)] = True
             (rows, offsets), (v_rows, v_offsets) = _select_queries(rows, offsets, ~is_valid), \
                 _select_queries(rows, offsets, is_valid)
-            valid.append(_query_set(X[v_rows], y[v_rows], v_offsets, self.gain))
-        for i, item in enumerate(eval_set or ()):
+            valid.append(_query_set(X[v_rows], y[v_rows], v_offsets, self.gain, "y"))
+        for i, item in enumerate(self._check_eval_set(eval_set)):
             valid.append(self._eval_set_item(item, i))
-        train = _query_set(None, y[rows], offsets, self.gain)
+        train = _query_set(None, y[rows], offsets, self.gain, "y")
         train["rows"] = rows
         train["sample_weight"] = sample_weight[rows] if sample_weight is not None else np.zeros(0)
         sizes = np.diff(offsets)
         starts = offsets[:-1][sizes > 0]
         if np.array_equal(np.maximum.reduceat(train["y"], starts), np.minimum.reduceat(train["y"], starts)):
-            warnings.warn("every training query has all labels equal, so there is nothing to learn; the model "
-                          "predicts a constant.", UserWarning)
+            warnings.warn("every training query has all labels equal (or a single document), so there is no "
+                          "order within a query to learn: the model cannot rank documents (ranking objectives "
+                          "predict a constant). Check the labels, or the qid that groups rows into queries.",
+                          UserWarning, stacklevel=3)
         return train, valid
 
+    def _check_eval_set(self, eval_set):
+        """eval_set as a list of (X, y, qid) items, with a clear error for the usual shapes of mistake."""
+        if eval_set is None:
+            return []
+        hint = ("eval_set must be a list of (X, y) or (X, y, qid) tuples, e.g. eval_set=[(X_valid, y_valid, "
+                "qid_valid)]")
+        if isinstance(eval_set, tuple) and len(eval_set) in (2, 3) and getattr(eval_set[0], "ndim", 1) == 2:
+            raise ValueError(f"{hint}; got a single tuple: wrap it in a list.")
+        if isinstance(eval_set, (str, bytes)) or not hasattr(eval_set, "__iter__"):
+            raise ValueError(f"{hint}; got {type(eval_set).__name__}.")
+        return list(eval_set)
+
     def _eval_set_item(self, item, i):
+        where = f"eval_set[{i}]"
         if not isinstance(item, (tuple, list)) or len(item) not in (2, 3):
-            raise ValueError(f"eval_set[{i}] must be a tuple (X, y) or (X, y, qid).")
+            raise ValueError(f"{where} must be a tuple (X, y) or (X, y, qid), got {type(item).__name__}"
+                             f"{f' of length {len(item)}' if isinstance(item, (tuple, list)) else ''}.")
         X_v, y_v = item[0], item[1]
         qid_v = item[2] if len(item) == 3 else None
-        X_v = _check_X(self, X_v, reset=False)
-        y_v = check_labels(y_v, f"eval_set[{i}] y")
-        if y_v.shape[0] != X_v.shape[0]:
-            raise ValueError(f"eval_set[{i}]: X has {X_v.shape[0]} rows but y has {y_v.shape[0]}.")
-        g = group_queries(qid_v, X_v.shape[0])
-        return _query_set(g.take(X_v), g.take(y_v), g.offsets, self.gain)
+        try:
+            X_v = _check_X(self, X_v, reset=False)
+        except ValueError as e:
+            raise ValueError(f"{where} X: {e}") from None
+        y_v = _check_y(y_v, X_v.shape[0], f"{where} y")
+        try:
+            g = group_queries(qid_v, X_v.shape[0])
+        except ValueError as e:
+            raise ValueError(f"{where}: {e}") from None
+        return _query_set(g.take(X_v), g.take(y_v), g.offsets, self.gain, f"{where} y")
 
     def _bin_thresholds(self, X, train_rows, rng):
         sample = train_rows
@@ -601,28 +619,103 @@ class LambdaMARTRanker(BaseEstimator):
 def _check_X(estimator, X, reset, **kwargs):
     """Validated float32/float64 features, dense and C-contiguous (one compiled layout per kernel).
 
-    NaN means missing and ±inf is a value, so neither is rejected. Sparse input is densified.
+    NaN means missing and ±inf is a value, so neither is rejected. Sparse input is densified. Non-numeric columns
+    (pandas categorical, string, datetime; numpy object arrays holding text) raise an error naming the column, and a
+    DataFrame whose columns differ from fit's gets an error listing both.
     """
-    X = validate_data(estimator, X, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),
-                      ensure_all_finite=False, reset=reset, **kwargs)
-    return np.ascontiguousarray(X.toarray() if sp.issparse(X) else X)
+    _check_dataframe_dtypes(X)
+    try:
+        X_checked = validate_data(estimator, X, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),
+                                  ensure_all_finite=False, reset=reset, **kwargs)
+    except ValueError as e:
+        if not reset and "feature names" in str(e).lower() and hasattr(estimator, "feature_names_in_"):
+            raise ValueError(_feature_names_message(str(e), estimator.feature_names_in_, X)) from None
+        if isinstance(X, np.ndarray) and X.dtype.kind in "OUS" and X.ndim == 2:
+            located = _locate_non_numeric(X)
+            if located is not None:
+                raise ValueError(located) from None
+        raise
+    return np.ascontiguousarray(X_checked.toarray() if sp.issparse(X_checked) else X_checked)
 
 
-def _numeric_labels(y):
-    """Labels as a numeric array; object arrays (e.g. pandas nullable integers) are converted when they can be."""
-    y = np.asarray(y)
-    if y.dtype == object:
+_ENCODE_HINT = ("LambdaMARTRanker needs numeric features: encode the column first (e.g. with "
+                "sklearn.preprocessing.OrdinalEncoder or OneHotEncoder, or pandas' .cat.codes), or drop it.")
+
+
+def _check_dataframe_dtypes(X):
+    """Reject pandas columns that are not numbers, naming them (instead of numpy's 'could not convert' error)."""
+    dtypes = getattr(X, "dtypes", None)
+    columns = getattr(X, "columns", None)
+    if dtypes is None or columns is None or not hasattr(dtypes, "items"):
+        return
+    for column, dtype in dtypes.items():
+        kind = getattr(dtype, "kind", "O")
+        name = getattr(dtype, "name", str(dtype))
+        if name == "category":
+            raise ValueError(f"X column {column!r} is categorical (pandas 'category' dtype), which LambdaMARTRanker "
+                             f"does not split on. {_ENCODE_HINT} If its categories are numbers that are meaningful "
+                             f"as values, use X[{column!r}].astype(float).")
+        if kind in "mM":
+            raise ValueError(f"X column {column!r} holds dates or durations (dtype {name}). {_ENCODE_HINT} For a "
+                             f"date, a number such as days since a reference date works.")
+        if kind in "biuf":
+            continue
+        # Object and string columns: fine only if every value is a number (or missing).
+        for row, value in enumerate(np.asarray(X[column], dtype=object)):
+            if value is None or type(value).__name__ == "NAType":
+                continue
+            if isinstance(value, str):
+                raise ValueError(f"X column {column!r} holds text (dtype {name}; e.g. {value!r} at row {row}). "
+                                 f"{_ENCODE_HINT} If the text is numbers, convert it with pd.to_numeric first.")
+            try:
+                float(value)
+            except (TypeError, ValueError):
+                raise ValueError(f"X column {column!r} holds non-numeric values (dtype {name}; e.g. {value!r} at "
+                                 f"row {row}). {_ENCODE_HINT}") from None
+
+
+def _locate_non_numeric(X):
+    """A message naming the first column and row of a 2-D array X whose value is not a number, or None."""
+    for j in range(X.shape[1]):
         try:
-            y = y.astype(np.float64)
+            X[:, j].astype(np.float64)
         except (TypeError, ValueError):
-            raise TypeError("Unknown label type: y must hold numeric relevance labels (non-negative numbers), got "
-                            "an object array that does not convert to numbers.") from None
-    return y
+            for i, value in enumerate(X[:, j]):
+                try:
+                    float(value)
+                except (TypeError, ValueError):
+                    return f"X column {j} holds a non-numeric value ({value!r} at row {i}). {_ENCODE_HINT}"
+    return None
 
 
-def _query_set(X, y, offsets, gain):
+def _feature_names_message(message, expected, X):
+    """scikit-learn's feature-name mismatch message, with the two column lists and the fix."""
+    got = getattr(X, "columns", None)
+    got = "no column names (a plain array)" if got is None else [str(c) for c in got]
+    return (f"{message.rstrip()}\nColumns at fit: {[str(c) for c in expected]}\nColumns given: {got}\nSelect "
+            f"the fit columns in the fit order, e.g. X[ranker.feature_names_in_].")
+
+
+def _check_y(y, n_samples, name):
+    """Relevance labels, one per row, as float64 (object arrays such as pandas nullable integers converted)."""
+    y_array = np.asarray(y)
+    if y_array.ndim != 1 or y_array.shape[0] != n_samples:
+        if y_array.ndim == 2 and y_array.shape == (n_samples, 1):
+            raise ValueError(f"{name} must be one-dimensional (one label per row), got shape {y_array.shape}; pass "
+                             f"y.ravel() or a single column.")
+        raise ValueError(f"{name} must be one label per row: X has {n_samples} rows, {name} has shape "
+                         f"{y_array.shape}.")
+    return check_labels(y_array, name)
+
+
+def _query_set(X, y, offsets, gain, name):
     """A set of queries laid out contiguously, with the label gains (which also checks them)."""
-    return dict(X=X, y=y, offsets=offsets, gains=label_gains(y, gain))
+    if isinstance(gain, str) and gain == "exponential" and y.size and y.max() > MAX_EXPONENTIAL_LABEL:
+        raise ValueError(f"{name} has label {y.max():g}, too large for the default exponential gain 2**label - 1 "
+                         f"(exact in float64 only up to label {MAX_EXPONENTIAL_LABEL}). Use "
+                         f"LambdaMARTRanker(gain='linear') (gain = label), or pass a table of gains per label as "
+                         f"gain=[...].")
+    return dict(X=X, y=y, offsets=offsets, gains=label_gains(y, gain, name))
 
 
 def _select_queries(rows, offsets, keep):

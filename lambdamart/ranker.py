@@ -630,10 +630,9 @@ def _check_X(estimator, X, reset, **kwargs):
     except ValueError as e:
         if not reset and "feature names" in str(e).lower() and hasattr(estimator, "feature_names_in_"):
             raise ValueError(_feature_names_message(str(e), estimator.feature_names_in_, X)) from None
-        if isinstance(X, np.ndarray) and X.dtype.kind in "OUS" and X.ndim == 2:
-            located = _locate_non_numeric(X)
-            if located is not None:
-                raise ValueError(located) from None
+        located = _locate_non_numeric(X)
+        if located is not None:
+            raise ValueError(located) from None
         raise
     return np.ascontiguousarray(X_checked.toarray() if sp.issparse(X_checked) else X_checked)
 
@@ -675,7 +674,15 @@ def _check_dataframe_dtypes(X):
 
 
 def _locate_non_numeric(X):
-    """A message naming the first column and row of a 2-D array X whose value is not a number, or None."""
+    """A message naming the first column and row of a 2-D array-like X whose value is not a number, or None."""
+    if sp.issparse(X) or hasattr(X, "dtypes") or getattr(getattr(X, "dtype", None), "kind", "O") in "biufc":
+        return None  # numeric arrays and sparse matrices; DataFrames were checked column by column
+    try:
+        X = np.asarray(X, dtype=object)
+    except Exception:  # ragged or otherwise not an array: scikit-learn's own message says why
+        return None
+    if X.ndim != 2:
+        return None
     for j in range(X.shape[1]):
         try:
             X[:, j].astype(np.float64)

@@ -218,12 +218,14 @@ def test_numeric_object_and_nullable_dataframe_columns_are_accepted(data, model)
     assert_same_model(ranker, fit(X_nan, y, qid))
 
 
-def test_object_array_with_text_names_the_column_and_row(data):
+@pytest.mark.parametrize("container", ["object-array", "str-array", "list"])
+def test_array_with_text_names_the_column_and_row(data, container):
     X, y, qid = data
     X_obj = X.astype(object)
     X_obj[5, 2] = "high"
+    X_bad = {"object-array": X_obj, "str-array": X_obj.astype(str), "list": X_obj.tolist()}[container]
     with pytest.raises(ValueError, match=r"X column 2 holds a non-numeric value \('high' at row 5\)"):
-        LambdaMARTRanker(**FAST).fit(X_obj, y, qid)
+        LambdaMARTRanker(**FAST).fit(X_bad, y, qid)
 
 
 @pytest.mark.parametrize("fmt", ["csr", "csc", "coo", "csr-float32", "csr-explicit-nan"])

@@ -247,7 +247,8 @@ def listnet_gradients(scores, gains, offsets, query_indices, sample_weight, grad
 @njit(cache=True, parallel=True)
 def listmle_gradients(scores, labels, offsets, query_indices, tie_break, sample_weight, grad, hess):
     """ListMLE: loss Σ_k [log Σ_{j≥k} exp(s_π(j)) - s_π(k)] for π the order of labels, highest first, with ties
-    in labels ordered by ``tie_break`` (random numbers drawn per round).
+    in labels ordered by ``tie_break`` (random numbers drawn per round). Queries whose labels are all equal have
+    no order to learn and get zero λ and w.
 
     With Z_k the suffix sums and e = exp(s), document π(m) gets gradient e·Σ_{k≤m} 1/Z_k - 1 and diagonal hessian
     Σ_{k≤m} (e/Z_k)(1 - e/Z_k).
@@ -255,6 +256,12 @@ def listmle_gradients(scores, labels, offsets, query_indices, tie_break, sample_
     for k in prange(query_indices.shape[0]):
         start, stop = offsets[query_indices[k]], offsets[query_indices[k] + 1]
         n = stop - start
+        if labels[start:stop].min() == labels[start:stop].max():
+            # No order to learn (as for the pairwise objectives): a random tie-break per round would only make
+            # the trees fit noise.
+            grad[start:stop] = 0.0
+            hess[start:stop] = 0.0
+            continue
         # Order by label descending, then by tie_break: one sort on a combined key would lose precision.
         by_tie = np.argsort(tie_break[start:stop])
         order = by_tie[np.argsort(-labels[start:stop][by_tie], kind="mergesort")]

@@ -9,6 +9,9 @@ import numpy as np
 from numba import njit
 
 
+_RELATIVE_GAIN_TOLERANCE = 1e-10
+
+
 @njit(cache=True)
 def leaf_objective(sum_grad, sum_hess, l2):
     """G² / (H + l2): how much a leaf with these sums lowers the loss; 0 when it has no weight at all."""
@@ -54,7 +57,12 @@ def feature_best_split(hist, base, n_value_bins, sum_grad, sum_hess, count, l2, 
                 continue
             if h < min_sum_hessian or h_right < min_sum_hessian:
                 continue
-            gain = leaf_objective(g, h, l2) + leaf_objective(g_right, h_right, l2) - parent_term
+            children = leaf_objective(g, h, l2) + leaf_objective(g_right, h_right, l2)
+            gain = children - parent_term
+            # A gain within rounding error of the terms it is the difference of is no gain: splitting on it would
+            # fit noise (e.g. nearly equal gradients everywhere).
+            if gain <= _RELATIVE_GAIN_TOLERANCE * children:
+                continue
             if gain > best_gain:
                 best_gain, best_bin, best_missing_left = gain, b, missing_left
                 best_g, best_h, best_n = g, h, n

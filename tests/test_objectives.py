@@ -55,6 +55,8 @@ def listnet_loss(s, y, offsets):
 def listmle_loss(s, y, offsets, tie_break):
     total = 0.0
     for q in per_query(offsets):
+        if np.all(y[q] == y[q][0]):
+            continue  # no order to learn: such queries are left out of the loss
         order = np.lexsort((tie_break[q], -y[q]))
         sq = s[q][order]
         for k in range(len(sq)):

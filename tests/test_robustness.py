@@ -351,22 +351,10 @@ def test_labels_too_large_for_exponential_gain_name_the_label_and_the_fix(data, 
     assert np.isfinite(ndcg(np.minimum(big, 53), X[:, 0], qid))
 
 
-# All labels equal: λ and w are 0 for every document, so every tree is a single leaf of value 0 and the model
-# predicts a constant. ListMLE and pointwise do not (see the xfail reasons; reported, not fixed here: the kernels
-# belong to objective.py / split.py).
-_ALL_EQUAL_XFAIL = {
-    "listmle": "ListMLE breaks label ties at random every round, so a query whose labels are all equal still gets "
-               "non-zero λ: the model fits noise and predictions vary (objective.listmle_gradients should skip "
-               "queries without two distinct labels).",
-    "pointwise": "equal gradients give split gains of pure rounding noise (~1e-14) that the grower accepts, so "
-                 "trees split and predictions differ in the 15th digit (split.py/grower.py need a relative gain "
-                 "tolerance).",
-}
-
-
-@pytest.mark.parametrize("objective", [
-    pytest.param(o, marks=pytest.mark.xfail(strict=True, reason=_ALL_EQUAL_XFAIL[o])) if o in _ALL_EQUAL_XFAIL
-    else o for o in OBJECTIVES])
+# All labels equal: λ and w are 0 for every document (ListMLE skips such queries; pointwise gradients are all
+# equal and the grower refuses gains within rounding error), so every tree is a single leaf and the model predicts
+# a constant.
+@pytest.mark.parametrize("objective", OBJECTIVES)
 def test_all_labels_equal_warns_and_predicts_a_constant(data, objective):
     X, _, qid = data
     with pytest.warns(UserWarning, match="every training query has all labels equal .*nothing|no order"):

@@ -111,7 +111,7 @@ def grow_tree(codes, n_bins, bin_offsets, features, grad, hess, rows, max_leaf_n
     sum_grad[0], sum_hess[0] = _gather(grad, hess, rows, 0, n_rows, ordered_grad, ordered_hess)
     n_nodes = 1
     n_leaves = 1
-    if _splittable(count[0], 0, max_depth, min_samples_leaf, max_leaf_nodes):
+    if _splittable(count[0], 0, max_depth, min_samples_leaf):
         sums[0, 0], sums[0, 1], sums[0, 2] = sum_grad[0], sum_hess[0], count[0]
         _histograms_and_splits(codes, rows, ordered_grad, ordered_hess, bin_offsets, n_bins, features, hists[0],
                                hists[0], True, False, sums, l2, min_samples_leaf, min_sum_hessian, results)
@@ -147,8 +147,8 @@ def grow_tree(codes, n_bins, bin_offsets, features, grad, hess, rows, max_leaf_n
         slot[large] = slot[node]
         slot[small] = n_leaves
         n_leaves += 1
-        split_small = _splittable(count[small], depth[small], max_depth, min_samples_leaf, max_leaf_nodes)
-        split_large = _splittable(count[large], depth[large], max_depth, min_samples_leaf, max_leaf_nodes)
+        split_small = _splittable(count[small], depth[small], max_depth, min_samples_leaf)
+        split_large = _splittable(count[large], depth[large], max_depth, min_samples_leaf)
         if not (split_small or split_large) or n_leaves == max_leaf_nodes:
             continue
         s0, s1 = node_start[small], node_stop[small]
@@ -171,7 +171,8 @@ def grow_tree(codes, n_bins, bin_offsets, features, grad, hess, rows, max_leaf_n
 
 
 @njit(cache=True)
-def _splittable(n, node_depth, max_depth, min_samples_leaf, max_leaf_nodes):
+def _splittable(n, node_depth, max_depth, min_samples_leaf):
+    """Whether a node may split at all: room for two leaves of min_samples_leaf rows, and depth to spare."""
     return n >= 2 * min_samples_leaf and n >= 2 and (max_depth < 0 or node_depth < max_depth)
 
 

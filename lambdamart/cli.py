@@ -355,8 +355,13 @@ def run_train(args):
 
     summary = f"trained {_plural(ranker.n_estimators_, 'tree')} in {seconds:.1f}s"
     if ranker.best_iteration_ is not None:
-        summary += (f" (best of {ranker.n_iter_} rounds: validation NDCG@{ranker.eval_at} "
-                    f"{ranker.validation_score_[ranker.best_iteration_ - 1]:.5f})")
+        valid = ranker.validation_score_
+        best = f"NDCG@{ranker.eval_at} {valid[ranker.best_iteration_ - 1]:.5f}"
+        if ranker.n_estimators_ < ranker.n_iter_:
+            summary += f", the best of {ranker.n_iter_} rounds (validation {best})"
+        else:
+            summary += f" (validation NDCG@{ranker.eval_at} {valid[-1]:.5f}; best {best} at round " \
+                       f"{ranker.best_iteration_})"
     print(f"{summary}; model written to {args.model}", flush=True)
     return EXIT_OK
 

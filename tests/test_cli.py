@@ -228,6 +228,23 @@ def test_console_script_runs_in_a_subprocess(files, model):
     assert done.stderr == "lambdamart predict: error: --data file not found: missing.txt\n"
 
 
+def test_python_dash_m_lambdamart(files, model):
+    """``python -m lambdamart`` is the same command line, for when the scripts folder is not on PATH."""
+    done = subprocess.run([sys.executable, "-m", "lambdamart", "evaluate", "--model", str(model), "--data",
+                           str(files["test"]), "--metrics", "mrr"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("mrr ")
+
+
+def test_train_summary_without_early_stopping(files, tmp_path, capsys):
+    code, out, _ = run(capsys, "train", "--train", files["train"], "--valid", files["vali"], "--model",
+                       tmp_path / "m.json", "--param", *FAST, "early_stopping=false", "verbose=0")
+    assert code == 0 and "[" not in out
+    ranker = load_model(tmp_path / "m.json")
+    assert ranker.n_estimators_ == ranker.n_iter_ == 6
+    assert "trained 6 trees" in out and f"at round {ranker.best_iteration_})" in out
+
+
 # ---------------------------------------------------------------------------------------------- user errors
 
 

@@ -113,8 +113,8 @@ def grow_tree(codes, n_bins, bin_offsets, features, grad, hess, rows, max_leaf_n
     n_leaves = 1
     if _splittable(count[0], 0, max_depth, min_samples_leaf):
         sums[0, 0], sums[0, 1], sums[0, 2] = sum_grad[0], sum_hess[0], count[0]
-        _histograms_and_splits(codes, rows, ordered_grad, ordered_hess, bin_offsets, n_bins, features, hists[0],
-                               hists[0], True, False, sums, l2, min_samples_leaf, min_sum_hessian, results)
+        _split_step(codes, rows, ordered_grad, ordered_hess, bin_offsets, n_bins, features, hists[0], hists[0], True,
+                    False, sums, l2, min_samples_leaf, min_sum_hessian, results)
         _take_candidate(0, results[0], features, cand_gain, cand_feature, cand_bin, cand_missing_left,
                         cand_left_grad, cand_left_hess)
 
@@ -155,9 +155,9 @@ def grow_tree(codes, n_bins, bin_offsets, features, grad, hess, rows, max_leaf_n
         _gather(grad, hess, rows, s0, s1, ordered_grad, ordered_hess)
         for side, child in ((0, small), (1, large)):
             sums[side, 0], sums[side, 1], sums[side, 2] = sum_grad[child], sum_hess[child], count[child]
-        _histograms_and_splits(codes, rows[s0:s1], ordered_grad[s0:s1], ordered_hess[s0:s1], bin_offsets, n_bins,
-                               features, hists[slot[small]], hists[slot[large]], split_small, split_large, sums, l2,
-                               min_samples_leaf, min_sum_hessian, results)
+        _split_step(codes, rows[s0:s1], ordered_grad[s0:s1], ordered_hess[s0:s1], bin_offsets, n_bins, features,
+                    hists[slot[small]], hists[slot[large]], split_small, split_large, sums, l2, min_samples_leaf,
+                    min_sum_hessian, results)
         for side, child, can_split in ((0, small, split_small), (1, large, split_large)):
             if can_split:
                 _take_candidate(child, results[side], features, cand_gain, cand_feature, cand_bin,
@@ -176,30 +176,55 @@ def _splittable(n, node_depth, max_depth, min_samples_leaf):
     return n >= 2 * min_samples_leaf and n >= 2 and (max_depth < 0 or node_depth < max_depth)
 
 
-@njit(cache=True, parallel=True)
-def _histograms_and_splits(codes, rows, ordered_grad, ordered_hess, bin_offsets, n_bins, features, hist_small,
-                           hist_large, search_small, search_large, sums, l2, min_samples_leaf, min_sum_hessian,
-                           results):
-    """One parallel region per split: for its group of features, each thread builds the smaller child's histogram,
-    turns the parent's (held in ``hist_large``) into the larger child's by subtraction, and searches both children's
-    best split per feature into ``results[0]`` (smaller) and ``results[1]`` (larger).
+@njit(cache=True)
+def _split_feature_group(group, codes, rows, ordered_grad, ordered_hess, bin_offsets, n_bins, features, hist_small,
+                         hist_large, search_small, search_large, sums, l2, min_samples_leaf, min_sum_hessian,
+                         results):
+    """For one group of four features: build the smaller child's histograms, turn the parent's (held in
+    ``hist_large``) into the larger child's by subtraction, and search both children's best split per feature
+    into ``results[0]`` (smaller) and ``results[1]`` (larger)."""
+    first = 4 * group
+    last = min(first + 4, features.shape[0])
+    build_feature_group(codes, rows, ordered_grad, ordered_hess, bin_offsets, features, first, last, hist_small)
+    for k in range(first, last):
+        f = features[k]
+        if search_small:
+            store_feature_split(results[0], k, hist_small, bin_offsets[f], n_bins[f], sums[0, 0], sums[0, 1],
+                                sums[0, 2], l2, min_samples_leaf, min_sum_hessian)
+        if search_large:
+            subtract_feature(hist_large, hist_small, bin_offsets, f)
+            store_feature_split(results[1], k, hist_large, bin_offsets[f], n_bins[f], sums[1, 0], sums[1, 1],
+                                sums[1, 2], l2, min_samples_leaf, min_sum_hessian)
 
-    One region instead of one per step keeps thread start-up and barrier waits to one per split.
-    """
-    n_features = features.shape[0]
-    for group in prange((n_features + 3) // 4):
-        first = 4 * group
-        last = min(first + 4, n_features)
-        build_feature_group(codes, rows, ordered_grad, ordered_hess, bin_offsets, features, first, last, hist_small)
-        for k in range(first, last):
-            f = features[k]
-            if search_small:
-                store_feature_split(results[0], k, hist_small, bin_offsets[f], n_bins[f], sums[0, 0], sums[0, 1],
-                                    sums[0, 2], l2, min_samples_leaf, min_sum_hessian)
-            if search_large:
-                subtract_feature(hist_large, hist_small, bin_offsets, f)
-                store_feature_split(results[1], k, hist_large, bin_offsets[f], n_bins[f], sums[1, 0], sums[1, 1],
-                                    sums[1, 2], l2, min_samples_leaf, min_sum_hessian)
+
+@njit(cache=True, parallel=True)
+def _split_step_parallel(*args):
+    # One parallel region per split (not one per step), groups of features spread across threads.
+    for group in prange((args[6].shape[0] + 3) // 4):
+        _split_feature_group(group, *args)
+
+
+@njit(cache=True)
+def _split_step_serial(*args):
+    for group in range((args[6].shape[0] + 3) // 4):
+        _split_feature_group(group, *args)
+
+
+# Row-feature updates below which a node is done on the calling thread: a small node's work is shorter than waking
+# the threads (and far shorter than waiting for them on a busy machine).
+_PARALLEL_WORK = 500_000
+
+
+@njit(cache=True)
+def _split_step(codes, rows, ordered_grad, ordered_hess, bin_offsets, n_bins, features, hist_small, hist_large,
+                search_small, search_large, sums, l2, min_samples_leaf, min_sum_hessian, results):
+    """Histograms and best splits of a split's children (of the root when ``search_large`` is False)."""
+    args = (codes, rows, ordered_grad, ordered_hess, bin_offsets, n_bins, features, hist_small, hist_large,
+            search_small, search_large, sums, l2, min_samples_leaf, min_sum_hessian, results)
+    if rows.shape[0] * features.shape[0] < _PARALLEL_WORK:
+        _split_step_serial(*args)
+    else:
+        _split_step_parallel(*args)
 
 
 @njit(cache=True)

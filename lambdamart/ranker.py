@@ -40,7 +40,7 @@ _BINNING_SUBSAMPLE = 200_000
 _SERIAL_PREDICT_WORK = 200_000
 # Below this many feature values a fit runs on one thread: its many short parallel regions (one per tree node)
 # would cost more to start than they save, and stall badly when the machine is oversubscribed.
-_SERIAL_FIT_CELLS = 200_000
+_SERIAL_FIT_CELLS = 2_000_000
 
 # The workqueue threading layer (numba's fallback when neither TBB nor OpenMP is available) aborts the process
 # when two threads launch parallel regions at once, so launches are serialised until a thread-safe layer is known.

@@ -56,7 +56,7 @@ _ALIASES = {
     "label_gain": "gain", "lambdarank_norm": "query_normalization", "ndcg_eval_at": "eval_at",
     # RankLib
     "tree": "n_estimators", "leaf": "max_leaf_nodes", "shrinkage": "learning_rate", "mls": "min_samples_leaf",
-    "tc": "max_bins", "estop": "n_iter_no_change",
+    "tc": "max_bins", "estop": "n_iter_no_change", "metric2t": "eval_at",
 }
 
 

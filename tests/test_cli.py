@@ -190,6 +190,12 @@ def test_parse_params_reads_python_literals():
     assert type(params["max_leaf_nodes"]) is int
 
 
+def test_other_libraries_names_point_at_real_parameters():
+    known = lambdamart.LambdaMARTRanker().get_params()
+    assert set(cli._ALIASES.values()) <= set(known)
+    assert not set(cli._ALIASES) & set(known)
+
+
 def test_parse_metrics():
     parsed = cli.parse_metrics(" NDCG@10, map ,mrr,p@5,,kendall")
     assert [(name, kwargs) for name, _, kwargs in parsed] == [

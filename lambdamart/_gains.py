@@ -2,6 +2,8 @@
 
 import numpy as np
 
+from ._values import first_non_number, is_missing
+
 # 2**53 - 1 is the largest value of 2**l - 1 that float64 holds exactly.
 MAX_EXPONENTIAL_LABEL = 53
 
@@ -17,8 +19,8 @@ def check_labels(y, name="y"):
         try:
             y = y.astype(np.float64)
         except (TypeError, ValueError):
-            i, bad = _first_non_number(y)
-            if _is_missing(bad):
+            i, bad = first_non_number(y)
+            if is_missing(bad):
                 raise ValueError(f"{name} has a missing label ({bad!r} at row {i}); every row needs a relevance "
                                  f"label: drop those rows or give them a label.") from None
             raise TypeError(f"{name} must hold numeric relevance labels (non-negative numbers), but row {i} holds "
@@ -37,21 +39,6 @@ def check_labels(y, name="y"):
         raise ValueError(f"{name} contains a negative label ({y.min():g} at row {i}); relevance labels must be "
                          f">= 0 (shift or clip them, e.g. 0 for irrelevant).")
     return y
-
-
-def _first_non_number(a):
-    """Index and value of the first entry of an object array that does not convert to float (for messages)."""
-    for i, value in enumerate(a.reshape(-1)):
-        try:
-            float(value)
-        except (TypeError, ValueError):
-            return i, value
-    return -1, None  # pragma: no cover - only called when the conversion failed
-
-
-def _is_missing(value):
-    """None or pandas' NA (without importing pandas)."""
-    return value is None or type(value).__name__ == "NAType"
 
 
 def label_gains(y, gain="exponential", name="y"):

@@ -8,6 +8,8 @@ interleaved in the input.
 
 import numpy as np
 
+from ._values import is_missing
+
 
 class QueryGroups:
     """Rows grouped by query.
@@ -82,7 +84,7 @@ def group_queries(qid, n_samples):
     if qid.dtype.kind not in "biufOUSmM":
         raise TypeError(f"qid must hold integers or strings (one query id per row), got dtype {qid.dtype}.")
     if qid.dtype.kind == "O":
-        missing = np.fromiter((_is_missing(v) for v in qid), dtype=bool, count=qid.shape[0])
+        missing = np.fromiter((is_missing(v) for v in qid), dtype=bool, count=qid.shape[0])
         if missing.any():
             i = int(np.argmax(missing))
             raise ValueError(f"qid has a missing query id ({qid[i]!r} at row {i}); every row needs a query id: "
@@ -134,13 +136,3 @@ def group_from_sizes(group, n_samples):
     offsets = np.zeros(len(sizes) + 1, dtype=np.int64)
     np.cumsum(sizes, out=offsets[1:])
     return QueryGroups(None, offsets, np.arange(len(sizes), dtype=np.int64))
-
-
-def _is_missing(value):
-    """None, NaN or pandas' NA (without importing pandas)."""
-    if value is None or type(value).__name__ == "NAType":
-        return True
-    try:
-        return bool(value != value)  # NaN of any float type
-    except (TypeError, ValueError):
-        return False

@@ -20,7 +20,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from . import __version__
-from ._gains import MAX_EXPONENTIAL_LABEL, check_labels, label_gains
+from ._gains import check_labels, label_gains
+from ._values import first_non_number
 from ._queries import group_from_sizes, group_queries
 from .binning import MAX_BINS, bin_features, find_thresholds
 from .ensemble import concatenate_trees, make_tree
@@ -641,6 +642,10 @@ _ENCODE_HINT = ("LambdaMARTRanker needs numeric features: encode the column firs
                 "sklearn.preprocessing.OrdinalEncoder or OneHotEncoder, or pandas' .cat.codes), or drop it.")
 
 
+# What pandas' infer_dtype calls an object column that holds only numbers (and missing values).
+_NUMERIC_INFERRED = {"integer", "floating", "mixed-integer-float", "decimal", "boolean", "empty", "integer-na"}
+
+
 def _check_dataframe_dtypes(X):
     """Reject pandas columns that are not numbers, naming them (instead of numpy's 'could not convert' error)."""
     dtypes = getattr(X, "dtypes", None)
@@ -660,17 +665,22 @@ def _check_dataframe_dtypes(X):
         if kind in "biuf":
             continue
         # Object and string columns: fine only if every value is a number (or missing).
-        for row, value in enumerate(np.asarray(X[column], dtype=object)):
-            if value is None or type(value).__name__ == "NAType":
-                continue
-            if isinstance(value, str):
-                raise ValueError(f"X column {column!r} holds text (dtype {name}; e.g. {value!r} at row {row}). "
-                                 f"{_ENCODE_HINT} If the text is numbers, convert it with pd.to_numeric first.")
-            try:
-                float(value)
-            except (TypeError, ValueError):
-                raise ValueError(f"X column {column!r} holds non-numeric values (dtype {name}; e.g. {value!r} at "
-                                 f"row {row}). {_ENCODE_HINT}") from None
+        from pandas.api.types import infer_dtype  # X is a DataFrame here, so pandas is installed
+
+        # infer_dtype scans the column in C; only a bad column pays for the Python search of its first bad value.
+        if infer_dtype(X[column], skipna=True) in _NUMERIC_INFERRED:
+            continue
+        values = np.asarray(X[column], dtype=object)
+        present = np.flatnonzero(np.asarray(X[column].notna()))
+        row = next((i for i in present if isinstance(values[i], (str, bytes))), None)
+        if row is None:
+            row = present[first_non_number(values[present])[0]]
+        value = values[row]
+        if isinstance(value, str):
+            raise ValueError(f"X column {column!r} holds text (dtype {name}; e.g. {value!r} at row {row}). "
+                             f"{_ENCODE_HINT} If the text is numbers, convert it with pd.to_numeric first.")
+        raise ValueError(f"X column {column!r} holds non-numeric values (dtype {name}; e.g. {value!r} at "
+                         f"row {row}). {_ENCODE_HINT}")
 
 
 def _locate_non_numeric(X):
@@ -687,11 +697,8 @@ def _locate_non_numeric(X):
         try:
             X[:, j].astype(np.float64)
         except (TypeError, ValueError):
-            for i, value in enumerate(X[:, j]):
-                try:
-                    float(value)
-                except (TypeError, ValueError):
-                    return f"X column {j} holds a non-numeric value ({value!r} at row {i}). {_ENCODE_HINT}"
+            i, value = first_non_number(X[:, j])
+            return f"X column {j} holds a non-numeric value ({value!r} at row {i}). {_ENCODE_HINT}"
     return None
 
 
@@ -717,11 +724,6 @@ def _check_y(y, n_samples, name):
 
 def _query_set(X, y, offsets, gain, name):
     """A set of queries laid out contiguously, with the label gains (which also checks them)."""
-    if isinstance(gain, str) and gain == "exponential" and y.size and y.max() > MAX_EXPONENTIAL_LABEL:
-        raise ValueError(f"{name} has label {y.max():g}, too large for the default exponential gain 2**label - 1 "
-                         f"(exact in float64 only up to label {MAX_EXPONENTIAL_LABEL}). Use "
-                         f"LambdaMARTRanker(gain='linear') (gain = label), or pass a table of gains per label as "
-                         f"gain=[...].")
     return dict(X=X, y=y, offsets=offsets, gains=label_gains(y, gain, name))
 
 
@@ -750,13 +752,17 @@ def _thread_safe_layer():
 
 @contextmanager
 def _parallel_region(n_jobs):
-    """Threads for a parallel kernel launch, serialised on layers that abort on concurrent launches."""
-    with _threads(n_jobs):
+    """Run numba parallel kernels with ``n_jobs`` threads, serialised on layers that abort on concurrent launches."""
+    previous = numba.get_num_threads()
+    numba.set_num_threads(_n_threads(n_jobs))
+    try:
         if _thread_safe_layer():
             yield
         else:
             with _LAUNCH_LOCK:
                 yield
+    finally:
+        numba.set_num_threads(previous)
 
 
 def _n_threads(n_jobs):
@@ -769,14 +775,3 @@ def _n_threads(n_jobs):
     if n_jobs < 0:
         return max(1, available + 1 + n_jobs)
     return min(n_jobs, available)
-
-
-@contextmanager
-def _threads(n_jobs):
-    """Run numba parallel regions with ``n_jobs`` threads."""
-    previous = numba.get_num_threads()
-    numba.set_num_threads(_n_threads(n_jobs))
-    try:
-        yield
-    finally:
-        numba.set_num_threads(previous)

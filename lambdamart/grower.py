@@ -1,14 +1,15 @@
 """Leaf-wise (best-first) growth of one regression tree on binned features, entirely in numba.
 
-The rows of the tree live in one index array that is partitioned in place as nodes split, so every node owns a
-contiguous slice ``rows[start:stop]``. Each split builds the histogram of the smaller child and gets the larger
-child's by subtraction from the parent's. Leaf values are Newton steps ``-Σλ / (Σw + l2)`` times the learning rate.
+The rows of the tree live in one index array that is partitioned in place as nodes split (reading the column-major
+codes), so every node owns a contiguous slice ``rows[start:stop]``. Each split builds the histogram of the smaller
+child (from the histogram layout, block by block) and gets the larger child's by subtraction from the parent's.
+Leaf values are Newton steps ``-Σλ / (Σw + l2)`` times the learning rate.
 """
 
 import numpy as np
 from numba import njit, prange
 
-from .histogram import build_feature_group, subtract_feature
+from .histogram import build_block, subtract_feature
 from .split import best_of, leaf_value, store_feature_split
 
 
@@ -51,7 +52,7 @@ def _partition(codes, rows, start, stop, feature, split_bin, missing_bin, missin
 
 
 @njit(cache=True)
-def grow_tree(codes, n_bins, bin_offsets, features, grad, hess, rows, max_leaf_nodes, max_depth, min_samples_leaf,
+def grow_tree(codes, n_bins, layout, features, grad, hess, rows, max_leaf_nodes, max_depth, min_samples_leaf,
               min_sum_hessian, l2, learning_rate, workspace):
     """Grow one tree on the rows ``rows`` (partitioned in place).
 
@@ -60,8 +61,8 @@ def grow_tree(codes, n_bins, bin_offsets, features, grad, hess, rows, max_leaf_n
     codes : uint8 array (n_features, n_samples)
     n_bins : int array (n_features,)
         Value bins per feature; code ``n_bins[f]`` is the missing bin.
-    bin_offsets : int64 array (n_features + 1,)
-        Histogram layout, see :mod:`lambdamart.histogram`.
+    layout : tuple
+        From :func:`lambdamart.histogram.make_layout` on ``codes``.
     features : int64 array
         Sorted indices of the features this tree may split on.
     grad, hess : float64 arrays (n_samples,)
@@ -104,7 +105,10 @@ def grow_tree(codes, n_bins, bin_offsets, features, grad, hess, rows, max_leaf_n
 
     hists, ordered_grad, ordered_hess, buffer = workspace
     sums = np.empty((2, 3))
-    results = np.empty((2, features.shape[0], 6))
+    # Best split per feature (see store_feature_split), filled for the features this tree may use.
+    results = np.empty((2, n_bins.shape[0], 6))
+    selected = np.zeros(n_bins.shape[0], dtype=np.bool_)
+    selected[features] = True
 
     node_stop[0] = n_rows
     count[0] = n_rows
@@ -113,8 +117,8 @@ def grow_tree(codes, n_bins, bin_offsets, features, grad, hess, rows, max_leaf_n
     n_leaves = 1
     if _splittable(count[0], 0, max_depth, min_samples_leaf):
         sums[0, 0], sums[0, 1], sums[0, 2] = sum_grad[0], sum_hess[0], count[0]
-        _split_step(codes, rows, ordered_grad, ordered_hess, bin_offsets, n_bins, features, hists[0], hists[0], True,
-                    False, sums, l2, min_samples_leaf, min_sum_hessian, results)
+        _split_step(layout, rows, ordered_grad, ordered_hess, n_bins, selected, hists[0], hists[0], True, False, sums,
+                    l2, min_samples_leaf, min_sum_hessian, results)
         _take_candidate(0, results[0], features, cand_gain, cand_feature, cand_bin, cand_missing_left,
                         cand_left_grad, cand_left_hess)
 
@@ -155,7 +159,7 @@ def grow_tree(codes, n_bins, bin_offsets, features, grad, hess, rows, max_leaf_n
         _gather(grad, hess, rows, s0, s1, ordered_grad, ordered_hess)
         for side, child in ((0, small), (1, large)):
             sums[side, 0], sums[side, 1], sums[side, 2] = sum_grad[child], sum_hess[child], count[child]
-        _split_step(codes, rows[s0:s1], ordered_grad[s0:s1], ordered_hess[s0:s1], bin_offsets, n_bins, features,
+        _split_step(layout, rows[s0:s1], ordered_grad[s0:s1], ordered_hess[s0:s1], n_bins, selected,
                     hists[slot[small]], hists[slot[large]], split_small, split_large, sums, l2, min_samples_leaf,
                     min_sum_hessian, results)
         for side, child, can_split in ((0, small, split_small), (1, large, split_large)):
@@ -177,37 +181,38 @@ def _splittable(n, node_depth, max_depth, min_samples_leaf):
 
 
 @njit(cache=True)
-def _split_feature_group(group, codes, rows, ordered_grad, ordered_hess, bin_offsets, n_bins, features, hist_small,
-                         hist_large, search_small, search_large, sums, l2, min_samples_leaf, min_sum_hessian,
-                         results):
-    """For one group of four features: build the smaller child's histograms, turn the parent's (held in
-    ``hist_large``) into the larger child's by subtraction, and search both children's best split per feature
-    into ``results[0]`` (smaller) and ``results[1]`` (larger)."""
-    first = 4 * group
-    last = min(first + 4, features.shape[0])
-    build_feature_group(codes, rows, ordered_grad, ordered_hess, bin_offsets, features, first, last, hist_small)
-    for k in range(first, last):
-        f = features[k]
+def _split_block(k, layout, rows, ordered_grad, ordered_hess, n_bins, selected, hist_small, hist_large, search_small,
+                 search_large, sums, l2, min_samples_leaf, min_sum_hessian, results):
+    """For block ``k`` of the layout: build the smaller child's histograms, turn the parent's (held in
+    ``hist_large``) into the larger child's by subtraction, and search both children's best split per selected
+    feature into ``results[0]`` (smaller) and ``results[1]`` (larger)."""
+    bin_offsets, block_features = layout[0], layout[1]
+    build_block(layout, k, rows, ordered_grad, ordered_hess, sums[0, 0], sums[0, 1], sums[0, 2], hist_small)
+    for f in range(block_features[k], block_features[k + 1]):
+        if not selected[f]:
+            continue
         if search_small:
-            store_feature_split(results[0], k, hist_small, bin_offsets[f], n_bins[f], sums[0, 0], sums[0, 1],
+            store_feature_split(results[0], f, hist_small, bin_offsets[f], n_bins[f], sums[0, 0], sums[0, 1],
                                 sums[0, 2], l2, min_samples_leaf, min_sum_hessian)
         if search_large:
             subtract_feature(hist_large, hist_small, bin_offsets, f)
-            store_feature_split(results[1], k, hist_large, bin_offsets[f], n_bins[f], sums[1, 0], sums[1, 1],
+            store_feature_split(results[1], f, hist_large, bin_offsets[f], n_bins[f], sums[1, 0], sums[1, 1],
                                 sums[1, 2], l2, min_samples_leaf, min_sum_hessian)
 
 
 @njit(cache=True, parallel=True)
-def _split_step_parallel(*args):
-    # One parallel region per split (not one per step), groups of features spread across threads.
-    for group in prange((args[6].shape[0] + 3) // 4):
-        _split_feature_group(group, *args)
+def _split_step_parallel(layout, *args):
+    # One parallel region per split (not one per step); threads take blocks. A parallel loop cannot receive a
+    # tuple of arrays, so the layout travels as its arrays and is put back together in the loop.
+    l0, l1, l2, l3, l4, l5, l6, l7 = layout
+    for k in prange(l1.shape[0] - 1):
+        _split_block(k, (l0, l1, l2, l3, l4, l5, l6, l7), *args)
 
 
 @njit(cache=True)
 def _split_step_serial(*args):
-    for group in range((args[6].shape[0] + 3) // 4):
-        _split_feature_group(group, *args)
+    for k in range(args[0][1].shape[0] - 1):
+        _split_block(k, *args)
 
 
 # Row-feature updates below which a node is done on the calling thread: a small node's work is shorter than waking
@@ -216,12 +221,12 @@ _PARALLEL_WORK = 500_000
 
 
 @njit(cache=True)
-def _split_step(codes, rows, ordered_grad, ordered_hess, bin_offsets, n_bins, features, hist_small, hist_large,
-                search_small, search_large, sums, l2, min_samples_leaf, min_sum_hessian, results):
+def _split_step(layout, rows, ordered_grad, ordered_hess, n_bins, selected, hist_small, hist_large, search_small,
+                search_large, sums, l2, min_samples_leaf, min_sum_hessian, results):
     """Histograms and best splits of a split's children (of the root when ``search_large`` is False)."""
-    args = (codes, rows, ordered_grad, ordered_hess, bin_offsets, n_bins, features, hist_small, hist_large,
-            search_small, search_large, sums, l2, min_samples_leaf, min_sum_hessian, results)
-    if rows.shape[0] * features.shape[0] < _PARALLEL_WORK:
+    args = (layout, rows, ordered_grad, ordered_hess, n_bins, selected, hist_small, hist_large, search_small,
+            search_large, sums, l2, min_samples_leaf, min_sum_hessian, results)
+    if rows.shape[0] * n_bins.shape[0] < _PARALLEL_WORK:
         _split_step_serial(*args)
     else:
         _split_step_parallel(*args)

@@ -26,7 +26,7 @@ from ._queries import group_from_sizes, group_queries
 from .binning import MAX_BINS, bin_features, find_thresholds
 from .ensemble import concatenate_trees, make_tree
 from .grower import add_leaf_values, grow_tree, make_workspace
-from .histogram import bin_offsets_for
+from .histogram import make_layout
 from ._metric_kernels import NDCG, per_query
 from .metrics import ndcg
 from . import model_io
@@ -401,7 +401,8 @@ class LambdaMARTRanker(BaseEstimator):
         offsets = train["offsets"]
         n_queries = offsets.shape[0] - 1
         n_features = codes.shape[0]
-        bin_offsets = bin_offsets_for(n_bins)
+        # One histogram block per thread of the fit (see lambdamart.histogram).
+        layout = make_layout(codes, n_bins, numba.get_num_threads())
         gradients = self._gradient_step(train, rng)
         valid_codes = [bin_features(v["X"], np.arange(v["X"].shape[0]), thresholds, threshold_offsets)
                        for v in valid]
@@ -418,7 +419,7 @@ class LambdaMARTRanker(BaseEstimator):
         n_tree_features = max(1, int(round(self.max_features * n_features)))
         n_tree_queries = max(1, int(round(self.subsample * n_queries)))
         max_depth = -1 if self.max_depth is None else self.max_depth
-        workspace = make_workspace(n_rows, int(bin_offsets[-1]), self.max_leaf_nodes)
+        workspace = make_workspace(n_rows, int(layout[0][-1]), self.max_leaf_nodes)
 
         trees, train_score, valid_score = [], [], []
         best_score, best_iter = -np.inf, 0
@@ -433,7 +434,7 @@ class LambdaMARTRanker(BaseEstimator):
             if n_tree_features < n_features:
                 features = np.sort(rng.choice(n_features, n_tree_features, replace=False)).astype(np.int64)
             gradients(scores, queries, grad, hess)
-            tree = grow_tree(codes, n_bins, bin_offsets, features, grad, hess, rows, self.max_leaf_nodes, max_depth,
+            tree = grow_tree(codes, n_bins, layout, features, grad, hess, rows, self.max_leaf_nodes, max_depth,
                              self.min_samples_leaf, float(self.min_sum_hessian), float(self.l2_regularization),
                              float(self.learning_rate), workspace)
             feature, split_bin, missing_left, left, right, value, gain, count, node_start, node_stop = tree

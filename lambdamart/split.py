@@ -75,7 +75,7 @@ def feature_best_split(hist, base, n_value_bins, sum_grad, sum_hess, count, l2, 
 @njit(cache=True)
 def store_feature_split(results, k, hist, base, n_value_bins, sum_grad, sum_hess, count, l2, min_samples_leaf,
                         min_sum_hessian):
-    """Write feature ``k``'s best split into row ``k`` of ``results`` (see :func:`best_of`)."""
+    """Write the best split on the histogram of one feature into row ``k`` of ``results`` (see :func:`best_of`)."""
     gain, b, missing_left, g, h, c = feature_best_split(hist, base, n_value_bins, sum_grad, sum_hess, count, l2,
                                                         min_samples_leaf, min_sum_hessian)
     results[k, 0] = gain
@@ -88,14 +88,14 @@ def store_feature_split(results, k, hist, base, n_value_bins, sum_grad, sum_hess
 
 @njit(cache=True)
 def best_of(results, features):
-    """The best of the per-feature splits in ``results``: (gain, feature, bin, missing_left, left λ sum, left w
-    sum, left count). Ties in gain go to the lowest feature index, so the result does not depend on the thread
-    count; a gain of -inf means no admissible split."""
+    """The best of the per-feature splits ``results[f]`` for f in ``features``: (gain, feature, bin, missing_left,
+    left λ sum, left w sum, left count). Ties in gain go to the lowest feature index (``features`` is sorted), so the
+    result does not depend on the thread count; a gain of -inf means no admissible split."""
     if features.shape[0] == 0:
         return -np.inf, -1, -1, False, 0.0, 0.0, 0.0
-    best = 0
-    for k in range(1, features.shape[0]):
-        if results[k, 0] > results[best, 0]:
-            best = k
+    best = features[0]
+    for f in features[1:]:
+        if results[f, 0] > results[best, 0]:
+            best = f
     r = results[best]
-    return r[0], features[best], int(r[1]), r[2] != 0.0, r[3], r[4], r[5]
+    return r[0], best, int(r[1]), r[2] != 0.0, r[3], r[4], r[5]

@@ -7,7 +7,7 @@ import pytest
 from lambdamart.binning import MIN_SAMPLES_PER_BIN, bin_features, find_thresholds
 from lambdamart.ensemble import concatenate_trees, make_tree
 from lambdamart.grower import add_leaf_values, grow_tree, make_workspace
-from lambdamart.histogram import bin_offsets_for, build_histogram, subtract_feature
+from lambdamart.histogram import SPARSE_SHARE, build_histogram, make_layout, subtract_feature
 from lambdamart.predict import add_tree_binned, predict_parallel, predict_serial
 
 # ---------------------------------------------------------------- helpers
@@ -28,17 +28,25 @@ def binned(X, max_bins=255):
     return thresholds, offsets, codes, n_bins
 
 
+def grow_binned(codes, n_bins, grad, hess, max_leaf_nodes, max_depth=-1, min_samples_leaf=1, min_sum_hessian=0.0,
+                l2=0.0, learning_rate=1.0, features=None, n_blocks=1):
+    """grow_tree on all rows of ``codes``."""
+    layout = make_layout(codes, n_bins, n_blocks)
+    if features is None:
+        features = np.arange(codes.shape[0], dtype=np.int64)
+    rows = np.arange(codes.shape[1], dtype=np.int64)
+    out = grow_tree(codes, n_bins, layout, features, grad.astype(np.float64), hess.astype(np.float64), rows,
+                    max_leaf_nodes, max_depth, min_samples_leaf, float(min_sum_hessian), float(l2),
+                    float(learning_rate), make_workspace(codes.shape[1], int(layout[0][-1]), max_leaf_nodes))
+    return out, rows
+
+
 def grow(X, grad, hess, max_leaf_nodes=2, max_depth=-1, min_samples_leaf=1, min_sum_hessian=0.0, l2=0.0,
-         learning_rate=1.0, max_bins=255, features=None):
+         learning_rate=1.0, max_bins=255, features=None, n_blocks=1):
     """Bin X, grow one tree on all rows, and return its raw-threshold node arrays plus the kernel's outputs."""
     thresholds, offsets, codes, n_bins = binned(X, max_bins)
-    if features is None:
-        features = np.arange(X.shape[1], dtype=np.int64)
-    rows = np.arange(X.shape[0], dtype=np.int64)
-    out = grow_tree(codes, n_bins, bin_offsets_for(n_bins), features, grad.astype(np.float64),
-                    hess.astype(np.float64), rows, max_leaf_nodes, max_depth, min_samples_leaf,
-                    float(min_sum_hessian), float(l2), float(learning_rate),
-                    make_workspace(X.shape[0], int(bin_offsets_for(n_bins)[-1]), max_leaf_nodes))
+    out, rows = grow_binned(codes, n_bins, grad, hess, max_leaf_nodes, max_depth, min_samples_leaf, min_sum_hessian,
+                            l2, learning_rate, features, n_blocks)
     feature, split_bin, missing_left, left, right, value, gain, count, node_start, node_stop = out
     tree = make_tree(feature, split_bin, missing_left, left, right, value, gain, count, thresholds, offsets)
     return dict(tree=tree, raw=out, rows=rows, codes=codes, n_bins=n_bins, thresholds=thresholds, offsets=offsets)
@@ -347,48 +355,99 @@ def test_frequent_distinct_extreme_values_each_get_a_bin(values):
 # ---------------------------------------------------------------- histograms
 
 
+def _histogram_data(seed, n=400):
+    """Dense, sparse (mostly one value), mostly-missing and constant features, for the histogram layout."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 7))
+    X[rng.random((n, 7)) < 0.1] = np.nan
+    X[:, 2] = np.where(rng.random(n) < 0.8, 0.0, rng.integers(1, 5, n))  # most frequent bin: a value
+    X[:, 3] = np.where(rng.random(n) < 0.7, np.nan, rng.normal(size=n))  # most frequent bin: missing
+    X[:, 4] = 1.0  # one bin
+    X[:, 6] = rng.random(n) < 0.9  # a flag
+    return rng, binned(X, 32)
+
+
+def _direct_histogram(codes, n_bins, bin_offsets, rows, grad, hess):
+    hist = np.zeros((bin_offsets[-1], 3))
+    for f in range(codes.shape[0]):
+        np.add.at(hist[:, 0], bin_offsets[f] + codes[f][rows], grad[rows])
+        np.add.at(hist[:, 1], bin_offsets[f] + codes[f][rows], hess[rows])
+        np.add.at(hist[:, 2], bin_offsets[f] + codes[f][rows], 1.0)
+    return hist
+
+
 def test_histogram_subtraction_equals_direct_build():
-    rng = np.random.default_rng(5)
-    X = rng.normal(size=(400, 5))
-    X[rng.random((400, 5)) < 0.1] = np.nan
-    thresholds, offsets, codes, n_bins = binned(X, 32)
-    bin_offsets = bin_offsets_for(n_bins)
-    features = np.arange(5, dtype=np.int64)
+    rng, (thresholds, offsets, codes, n_bins) = _histogram_data(5)
+    layout = make_layout(codes, n_bins, 2)
+    bin_offsets = layout[0]
+    assert np.sum(layout[-1] >= 0) >= 4, "the data should exercise sparse features"
     grad, hess = rng.normal(size=400), rng.uniform(0.1, 1.0, 400)
     parent_rows = np.sort(rng.choice(400, 300, replace=False)).astype(np.int64)
     in_child = rng.random(300) < 0.35
     child_rows, sibling_rows = parent_rows[in_child], parent_rows[~in_child]
 
-    def direct(rows):
+    def built(rows):
         hist = np.full((bin_offsets[-1], 3), np.nan)
-        build_histogram(codes, rows, grad[rows], hess[rows], bin_offsets, features, hist)
+        build_histogram(layout, rows, grad[rows], hess[rows], grad[rows].sum(), hess[rows].sum(), hist)
         return hist
 
-    parent, child, sibling = direct(parent_rows), direct(child_rows), direct(sibling_rows)
-    # The direct build: per feature and bin, the sums of λ, w and the row count.
-    for f in range(5):
-        for b in range(n_bins[f] + 1):
-            sel = parent_rows[codes[f][parent_rows] == b]
-            h = parent[bin_offsets[f] + b]
-            assert h[2] == sel.size
-            assert h[0] == pytest.approx(grad[sel].sum(), abs=1e-12)
-            assert h[1] == pytest.approx(hess[sel].sum(), abs=1e-12)
-    for f in features:
+    parent, child, sibling = built(parent_rows), built(child_rows), built(sibling_rows)
+    # Per feature and bin, the sums of λ, w and the row count (a sparse feature's skipped bin from the totals).
+    direct = _direct_histogram(codes, n_bins, bin_offsets, parent_rows, grad, hess)
+    np.testing.assert_array_equal(parent[:, 2], direct[:, 2])
+    np.testing.assert_allclose(parent[:, :2], direct[:, :2], rtol=0, atol=1e-12)
+    for f in range(codes.shape[0]):
         subtract_feature(parent, child, bin_offsets, f)
     np.testing.assert_allclose(parent[:, :2], sibling[:, :2], rtol=0, atol=1e-12)
     np.testing.assert_array_equal(parent[:, 2], sibling[:, 2])
 
 
-def test_histogram_only_touches_listed_features():
-    rng = np.random.default_rng(6)
-    X = rng.normal(size=(50, 3))
-    thresholds, offsets, codes, n_bins = binned(X, 8)
-    bin_offsets = bin_offsets_for(n_bins)
-    hist = np.full((bin_offsets[-1], 3), -5.0)
-    rows = np.arange(50, dtype=np.int64)
-    build_histogram(codes, rows, np.ones(50), np.ones(50), bin_offsets, np.array([1], dtype=np.int64), hist)
-    assert np.all(hist[:bin_offsets[1]] == -5.0) and np.all(hist[bin_offsets[2]:] == -5.0)
-    assert hist[bin_offsets[1]:bin_offsets[2], 2].sum() == 50
+def test_histogram_layout_does_not_change_the_sums():
+    rng, (thresholds, offsets, codes, n_bins) = _histogram_data(6, n=2000)
+    grad, hess = rng.normal(size=2000), rng.uniform(0.1, 1.0, 2000)
+    rows = np.sort(rng.choice(2000, 1500, replace=False)).astype(np.int64)
+    hists = []
+    for n_blocks in (1, 2, 3, 7, 50):
+        layout = make_layout(codes, n_bins, n_blocks)
+        block_features = layout[1]
+        assert block_features[0] == 0 and block_features[-1] == codes.shape[0]
+        assert np.all(np.diff(block_features) > 0) and block_features.size - 1 <= n_blocks
+        hist = np.full((layout[0][-1], 3), np.nan)
+        build_histogram(layout, rows, grad[rows], hess[rows], grad[rows].sum(), hess[rows].sum(), hist)
+        hists.append(hist)
+    # Every bin sums the node's rows in the same order whatever the blocks: bit-identical.
+    for hist in hists[1:]:
+        np.testing.assert_array_equal(hist, hists[0])
+    share = np.array([np.bincount(c).max() for c in codes]) / codes.shape[1]
+    np.testing.assert_array_equal(layout[-1] >= 0, share >= SPARSE_SHARE)
+
+
+def test_tree_does_not_depend_on_the_histogram_blocks():
+    rng, (thresholds, offsets, codes, n_bins) = _histogram_data(8, n=3000)
+    grad, hess = rng.normal(size=3000), rng.uniform(0.1, 1.0, 3000)
+    trees = [grow_binned(codes, n_bins, grad, hess, 12, min_samples_leaf=20, n_blocks=k)[0] for k in (1, 2, 5)]
+    for out in trees[1:]:
+        for a, b in zip(out, trees[0]):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_histogram_layout_blocks_respect_the_uint16_bin_range():
+    # 300 features of 255 value bins: more bins than a uint16 can index, so blocks must split them.
+    rng = np.random.default_rng(7)
+    codes = rng.integers(0, 256, size=(300, 500)).astype(np.uint8)
+    codes[::2] = np.where(rng.random((150, 500)) < 0.9, 0, codes[::2])  # half of them sparse
+    n_bins = np.full(300, 255, dtype=np.int64)
+    layout = make_layout(codes, n_bins, 1)
+    bin_offsets, block_features = layout[0], layout[1]
+    assert block_features.size - 1 >= 2
+    assert np.all(bin_offsets[block_features[1:]] - bin_offsets[block_features[:-1]] <= 1 << 16)
+    rows = np.arange(500, dtype=np.int64)
+    grad, hess = rng.normal(size=500), np.ones(500)
+    hist = np.zeros((bin_offsets[-1], 3))
+    build_histogram(layout, rows, grad, hess, grad.sum(), hess.sum(), hist)
+    direct = _direct_histogram(codes, n_bins, bin_offsets, rows, grad, hess)
+    np.testing.assert_array_equal(hist[:, 2], direct[:, 2])
+    np.testing.assert_allclose(hist[:, :2], direct[:, :2], rtol=0, atol=1e-10)
 
 
 # ---------------------------------------------------------------- trees against the brute force
@@ -589,8 +648,6 @@ def test_predict_serial_parallel_and_binned_agree():
     X[rng.random(X.shape) < 0.1] = np.nan
     X[:, 3] = np.round(X[:, 3], 1)
     thresholds, offsets, codes, n_bins = binned(X, 32)
-    bin_offsets = bin_offsets_for(n_bins)
-    features = np.arange(5, dtype=np.int64)
     y = np.nan_to_num(X[:, 0]) + np.isnan(X[:, 1]) + rng.normal(size=600)
     trees, binned_parts = [], []
     X_test = np.concatenate([rng.normal(scale=2, size=(300, 5)), X[:100]])
@@ -603,8 +660,7 @@ def test_predict_serial_parallel_and_binned_agree():
     for t in range(4):
         grad = -(y - 0.5 * t)
         hess = rng.uniform(0.5, 1.5, 600)
-        out = grow_tree(codes, n_bins, bin_offsets, features, grad, hess, np.arange(600, dtype=np.int64), 15, -1, 5,
-                        1e-3, 0.5, 0.1, make_workspace(600, int(bin_offsets[-1]), 15))
+        out, _ = grow_binned(codes, n_bins, grad, hess, 15, -1, 5, 1e-3, 0.5, 0.1)
         feature, split_bin, missing_left, left, right, value = out[:6]
         trees.append(make_tree(*out[:8], thresholds, offsets))
         add_tree_binned(test_codes, n_bins, feature, split_bin, missing_left, left, right, value,
@@ -620,8 +676,7 @@ def test_predict_serial_parallel_and_binned_agree():
     # A subset of rows through add_tree_binned touches only those rows.
     part = np.zeros(X_test.shape[0])
     some = np.arange(0, X_test.shape[0], 3, dtype=np.int64)
-    out = grow_tree(codes, n_bins, bin_offsets, features, -y, np.ones(600), np.arange(600, dtype=np.int64), 15, -1,
-                    5, 1e-3, 0.0, 0.1, make_workspace(600, int(bin_offsets[-1]), 15))
+    out, _ = grow_binned(codes, n_bins, -y, np.ones(600), 15, -1, 5, 1e-3, 0.0, 0.1)
     add_tree_binned(test_codes, n_bins, out[0], out[1], out[2], out[3], out[4], out[5], some, part)
     full = predict_one_tree(make_tree(*out[:8], thresholds, offsets), X_test)
     np.testing.assert_array_equal(part[some], full[some])

@@ -9,13 +9,13 @@ Leaf values are Newton steps ``-Σλ / (Σw + l2)`` times the learning rate.
 import numpy as np
 from numba import njit, prange
 
-from .histogram import build_block, subtract_feature
+from .histogram import build_block, new_histograms, subtract_feature
 from .split import best_of, leaf_value, store_feature_split
 
 
 def make_workspace(n_rows, total_bins, max_leaf_nodes):
     """Scratch buffers for :func:`grow_tree`: one histogram per possible leaf, node-ordered λ and w, and rows."""
-    return (np.empty((max_leaf_nodes, total_bins, 3)), np.empty(n_rows), np.empty(n_rows),
+    return (new_histograms(max_leaf_nodes, total_bins), np.empty(n_rows), np.empty(n_rows),
             np.empty(n_rows, dtype=np.int64))
 
 

@@ -7,7 +7,7 @@ import pytest
 from lambdamart.binning import MIN_SAMPLES_PER_BIN, bin_features, find_thresholds
 from lambdamart.ensemble import concatenate_trees, make_tree
 from lambdamart.grower import add_leaf_values, grow_tree, make_workspace
-from lambdamart.histogram import SPARSE_SHARE, build_histogram, make_layout, subtract_feature
+from lambdamart.histogram import SPARSE_SHARE, build_histogram, make_layout, new_histograms, subtract_feature
 from lambdamart.predict import add_tree_binned, predict_parallel, predict_serial
 
 # ---------------------------------------------------------------- helpers
@@ -368,7 +368,7 @@ def _histogram_data(seed, n=400):
 
 
 def _direct_histogram(codes, n_bins, bin_offsets, rows, grad, hess):
-    hist = np.zeros((bin_offsets[-1], 3))
+    hist = np.zeros((bin_offsets[-1], 4))
     for f in range(codes.shape[0]):
         np.add.at(hist[:, 0], bin_offsets[f] + codes[f][rows], grad[rows])
         np.add.at(hist[:, 1], bin_offsets[f] + codes[f][rows], hess[rows])
@@ -387,14 +387,15 @@ def test_histogram_subtraction_equals_direct_build():
     child_rows, sibling_rows = parent_rows[in_child], parent_rows[~in_child]
 
     def built(rows):
-        hist = np.full((bin_offsets[-1], 3), np.nan)
+        hist = new_histograms(1, bin_offsets[-1])[0]
+        hist[:] = np.nan
         build_histogram(layout, rows, grad[rows], hess[rows], grad[rows].sum(), hess[rows].sum(), hist)
         return hist
 
     parent, child, sibling = built(parent_rows), built(child_rows), built(sibling_rows)
     # Per feature and bin, the sums of λ, w and the row count (a sparse feature's skipped bin from the totals).
     direct = _direct_histogram(codes, n_bins, bin_offsets, parent_rows, grad, hess)
-    np.testing.assert_array_equal(parent[:, 2], direct[:, 2])
+    np.testing.assert_array_equal(parent[:, 2:], direct[:, 2:])
     np.testing.assert_allclose(parent[:, :2], direct[:, :2], rtol=0, atol=1e-12)
     for f in range(codes.shape[0]):
         subtract_feature(parent, child, bin_offsets, f)
@@ -412,7 +413,8 @@ def test_histogram_layout_does_not_change_the_sums():
         block_features = layout[1]
         assert block_features[0] == 0 and block_features[-1] == codes.shape[0]
         assert np.all(np.diff(block_features) > 0) and block_features.size - 1 <= n_blocks
-        hist = np.full((layout[0][-1], 3), np.nan)
+        hist = new_histograms(1, layout[0][-1])[0]
+        hist[:] = np.nan
         build_histogram(layout, rows, grad[rows], hess[rows], grad[rows].sum(), hess[rows].sum(), hist)
         hists.append(hist)
     # Every bin sums the node's rows in the same order whatever the blocks: bit-identical.
@@ -443,7 +445,7 @@ def test_histogram_layout_blocks_respect_the_uint16_bin_range():
     assert np.all(bin_offsets[block_features[1:]] - bin_offsets[block_features[:-1]] <= 1 << 16)
     rows = np.arange(500, dtype=np.int64)
     grad, hess = rng.normal(size=500), np.ones(500)
-    hist = np.zeros((bin_offsets[-1], 3))
+    hist = new_histograms(1, bin_offsets[-1])[0]
     build_histogram(layout, rows, grad, hess, grad.sum(), hess.sum(), hist)
     direct = _direct_histogram(codes, n_bins, bin_offsets, rows, grad, hess)
     np.testing.assert_array_equal(hist[:, 2], direct[:, 2])

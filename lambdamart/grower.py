@@ -117,8 +117,8 @@ def grow_tree(codes, n_bins, layout, features, grad, hess, rows, max_leaf_nodes,
     n_leaves = 1
     if _splittable(count[0], 0, max_depth, min_samples_leaf):
         sums[0, 0], sums[0, 1], sums[0, 2] = sum_grad[0], sum_hess[0], count[0]
-        _split_step(layout, rows, ordered_grad, ordered_hess, n_bins, selected, hists[0], hists[0], True, False, sums,
-                    l2, min_samples_leaf, min_sum_hessian, results)
+        _split_step(codes, layout, rows, ordered_grad, ordered_hess, n_bins, selected, hists[0], hists[0], True, False,
+                    sums, l2, min_samples_leaf, min_sum_hessian, results)
         _take_candidate(0, results[0], features, cand_gain, cand_feature, cand_bin, cand_missing_left,
                         cand_left_grad, cand_left_hess)
 
@@ -159,7 +159,7 @@ def grow_tree(codes, n_bins, layout, features, grad, hess, rows, max_leaf_nodes,
         _gather(grad, hess, rows, s0, s1, ordered_grad, ordered_hess)
         for side, child in ((0, small), (1, large)):
             sums[side, 0], sums[side, 1], sums[side, 2] = sum_grad[child], sum_hess[child], count[child]
-        _split_step(layout, rows[s0:s1], ordered_grad[s0:s1], ordered_hess[s0:s1], n_bins, selected,
+        _split_step(codes, layout, rows[s0:s1], ordered_grad[s0:s1], ordered_hess[s0:s1], n_bins, selected,
                     hists[slot[small]], hists[slot[large]], split_small, split_large, sums, l2, min_samples_leaf,
                     min_sum_hessian, results)
         for side, child, can_split in ((0, small, split_small), (1, large, split_large)):
@@ -181,13 +181,13 @@ def _splittable(n, node_depth, max_depth, min_samples_leaf):
 
 
 @njit(cache=True)
-def _split_block(k, layout, rows, ordered_grad, ordered_hess, n_bins, selected, hist_small, hist_large, search_small,
-                 search_large, sums, l2, min_samples_leaf, min_sum_hessian, results):
+def _split_block(k, codes, layout, rows, ordered_grad, ordered_hess, n_bins, selected, hist_small, hist_large,
+                 search_small, search_large, sums, l2, min_samples_leaf, min_sum_hessian, results):
     """For block ``k`` of the layout: build the smaller child's histograms, turn the parent's (held in
     ``hist_large``) into the larger child's by subtraction, and search both children's best split per selected
     feature into ``results[0]`` (smaller) and ``results[1]`` (larger)."""
     bin_offsets, block_features = layout[0], layout[1]
-    build_block(layout, k, rows, ordered_grad, ordered_hess, sums[0, 0], sums[0, 1], sums[0, 2], hist_small)
+    build_block(codes, layout, k, rows, ordered_grad, ordered_hess, sums[0, 0], sums[0, 1], sums[0, 2], hist_small)
     for f in range(block_features[k], block_features[k + 1]):
         if not selected[f]:
             continue
@@ -201,17 +201,17 @@ def _split_block(k, layout, rows, ordered_grad, ordered_hess, n_bins, selected, 
 
 
 @njit(cache=True, parallel=True)
-def _split_step_parallel(layout, *args):
+def _split_step_parallel(codes, layout, *args):
     # One parallel region per split (not one per step); threads take blocks. A parallel loop cannot receive a
     # tuple of arrays, so the layout travels as its arrays and is put back together in the loop.
-    l0, l1, l2, l3, l4, l5, l6, l7 = layout
+    l0, l1, l2, l3, l4, l5, l6 = layout
     for k in prange(l1.shape[0] - 1):
-        _split_block(k, (l0, l1, l2, l3, l4, l5, l6, l7), *args)
+        _split_block(k, codes, (l0, l1, l2, l3, l4, l5, l6), *args)
 
 
 @njit(cache=True)
 def _split_step_serial(*args):
-    for k in range(args[0][1].shape[0] - 1):
+    for k in range(args[1][1].shape[0] - 1):
         _split_block(k, *args)
 
 
@@ -221,10 +221,10 @@ _PARALLEL_WORK = 500_000
 
 
 @njit(cache=True)
-def _split_step(layout, rows, ordered_grad, ordered_hess, n_bins, selected, hist_small, hist_large, search_small,
-                search_large, sums, l2, min_samples_leaf, min_sum_hessian, results):
+def _split_step(codes, layout, rows, ordered_grad, ordered_hess, n_bins, selected, hist_small, hist_large,
+                search_small, search_large, sums, l2, min_samples_leaf, min_sum_hessian, results):
     """Histograms and best splits of a split's children (of the root when ``search_large`` is False)."""
-    args = (layout, rows, ordered_grad, ordered_hess, n_bins, selected, hist_small, hist_large, search_small,
+    args = (codes, layout, rows, ordered_grad, ordered_hess, n_bins, selected, hist_small, hist_large, search_small,
             search_large, sums, l2, min_samples_leaf, min_sum_hessian, results)
     if rows.shape[0] * n_bins.shape[0] < _PARALLEL_WORK:
         _split_step_serial(*args)

@@ -5,17 +5,17 @@ an unused fourth, so that one bin is one 32-byte vector updated by a single load
 as three scalar ones). Feature ``f`` owns rows ``bin_offsets[f]:bin_offsets[f + 1]`` (its value bins, then its
 missing bin).
 
-Histograms are built from a *layout* made once per fit (:func:`make_layout`), not from the column-major codes:
+Histograms are built with a *layout* made once per fit (:func:`make_layout`):
 
 - Features are cut into contiguous *blocks*, one per thread, balanced by work. A thread builds its block's bins
   for all rows of the node, so no two threads write the same bin and every bin sums its rows in node order: the
   result does not depend on the number of blocks or threads.
-- The codes of a block's *dense* features are stored row-major, so one row's codes are one or two cache lines
-  (fetched ahead of time) instead of one line per feature: a node's rows are scattered over the training set,
-  and column-major gathers missed the cache on every feature.
+- A block's *dense* features are read from the column-major codes, four features per pass over the node's rows
+  (their four histograms stay in the L1 cache), with the codes of later rows requested ahead of time: a node's
+  rows are scattered over the training set.
 - A *sparse* feature, one whose most frequent bin holds at least ``SPARSE_SHARE`` of the rows (zeros, missing
-  values, flags), stores only the rows outside that bin, as a per-row list of bin indices; the skipped bin is
-  filled in afterwards as the node's totals minus the feature's other bins (exact for the count).
+  values, flags), is stored apart as per-row lists of the bins other than that one; the skipped bin is filled in
+  afterwards as the node's totals minus the feature's other bins (exact for the count).
 """
 
 import numpy as np
@@ -55,10 +55,9 @@ def make_layout(codes, n_bins, n_blocks):
     Returns
     -------
     layout : tuple
-        ``(bin_offsets, block_features, dense, dense_base, block_dense, sparse_ptr, sparse_bin, mode_bin)``:
-        block ``k`` owns features ``block_features[k]:block_features[k + 1]``, dense columns
-        ``block_dense[k]:block_dense[k + 1]`` of the row-major uint8 array ``dense`` (column ``c`` holds a feature
-        whose bins start at ``dense_base[c]``), and for row ``r`` the sparse entries
+        ``(bin_offsets, block_features, dense_features, block_dense, sparse_ptr, sparse_bin, mode_bin)``:
+        block ``k`` owns features ``block_features[k]:block_features[k + 1]``, among them the dense features
+        ``dense_features[block_dense[k]:block_dense[k + 1]]``, and for row ``r`` the sparse entries
         ``sparse_bin[sparse_ptr[k, r]:sparse_ptr[k, r + 1]]`` (bins relative to the block's first bin);
         ``mode_bin[f]`` is the bin a sparse feature leaves out, -1 for a dense feature.
     """
@@ -75,11 +74,9 @@ def make_layout(codes, n_bins, n_blocks):
     dense_features = np.flatnonzero(~sparse).astype(np.int64)
     sparse_features = np.flatnonzero(sparse).astype(np.int64)
     block_dense = np.searchsorted(dense_features, block_features).astype(np.int64)
-    dense = _row_major(codes, dense_features)
     sparse_ptr, sparse_bin = _sparse_rows(codes, bin_offsets, block_features, sparse_features,
                                           np.searchsorted(sparse_features, block_features), mode_bin)
-    return (bin_offsets, block_features, dense, bin_offsets[dense_features], block_dense, sparse_ptr, sparse_bin,
-            mode_bin)
+    return bin_offsets, block_features, dense_features, block_dense, sparse_ptr, sparse_bin, mode_bin
 
 
 def _cut_blocks(work, bin_offsets, n_blocks):
@@ -104,19 +101,6 @@ def _bin_counts(codes, step, width):
         for i in range(0, codes.shape[1], step):
             counts[f, codes[f, i]] += 1
     return counts
-
-
-@njit(cache=True, parallel=True)
-def _row_major(codes, features):
-    n_rows = codes.shape[1]
-    out = np.empty((n_rows, features.shape[0]), dtype=np.uint8)
-    block = 1024
-    # Rows in blocks, so the block's piece of every column stays in cache while rows are written whole.
-    for start in prange((n_rows + block - 1) // block):
-        for i in range(start * block, min(start * block + block, n_rows)):
-            for c in range(features.shape[0]):
-                out[i, c] = codes[features[c], i]
-    return out
 
 
 @njit(cache=True, parallel=True)
@@ -191,43 +175,69 @@ def _add_to_bin(typingctx, hist, b, grad, hess):
 
 
 @njit(cache=True)
-def _accumulate_rows(hist, rows, ordered_grad, ordered_hess, dense, dense_base, c0, c1, ptr, sparse_bin, base):
-    width = dense.shape[1]
+def _accumulate_four(hist, rows, ordered_grad, ordered_hess, c0, c1, c2, c3, b0, b1, b2, b3):
+    # Four features per pass: the row index, λ and w are loaded once for four histograms, and four independent
+    # updates keep the CPU busy while the gathered codes arrive.
     n = rows.shape[0]
-    ahead = _PREFETCH_DISTANCE
     for i in range(n):
-        # The rows of a node are scattered: request later rows' codes now, so they arrive by the time they are used
-        # (the sparse list's position is itself a load, so it is looked up half as far ahead).
-        if i + ahead < n:
-            later = rows[i + ahead]
-            for c in range(c0, c1, 64):
-                _prefetch(dense, later * width + c)
-            if c1 > c0:
-                _prefetch(dense, later * width + c1 - 1)
-            _prefetch(ptr, later)
-        if i + ahead // 2 < n:
-            _prefetch(sparse_bin, ptr[rows[i + ahead // 2]])
+        if i + _PREFETCH_DISTANCE < n:
+            later = rows[i + _PREFETCH_DISTANCE]
+            _prefetch(c0, later)
+            _prefetch(c1, later)
+            _prefetch(c2, later)
+            _prefetch(c3, later)
         r = rows[i]
         g = ordered_grad[i]
         h = ordered_hess[i]
-        for c in range(c0, c1):
-            _add_to_bin(hist, dense_base[c] + dense[r, c], g, h)
+        _add_to_bin(hist, b0 + c0[r], g, h)
+        _add_to_bin(hist, b1 + c1[r], g, h)
+        _add_to_bin(hist, b2 + c2[r], g, h)
+        _add_to_bin(hist, b3 + c3[r], g, h)
+
+
+@njit(cache=True)
+def _accumulate_one(hist, rows, ordered_grad, ordered_hess, column, base):
+    for i in range(rows.shape[0]):
+        _add_to_bin(hist, base + column[rows[i]], ordered_grad[i], ordered_hess[i])
+
+
+@njit(cache=True)
+def _accumulate_sparse(hist, rows, ordered_grad, ordered_hess, ptr, sparse_bin, base):
+    n = rows.shape[0]
+    ahead = _PREFETCH_DISTANCE
+    for i in range(n):
+        # Where a row's list starts is itself a load, so it is requested twice as far ahead as the list.
+        if i + 2 * ahead < n:
+            _prefetch(ptr, rows[i + 2 * ahead])
+        if i + ahead < n:
+            _prefetch(sparse_bin, ptr[rows[i + ahead]])
+        r = rows[i]
+        g = ordered_grad[i]
+        h = ordered_hess[i]
         for e in range(ptr[r], ptr[r + 1]):
             _add_to_bin(hist, base + sparse_bin[e], g, h)
 
 
 @njit(cache=True)
-def build_block(layout, k, rows, ordered_grad, ordered_hess, sum_grad, sum_hess, count, hist):
+def build_block(codes, layout, k, rows, ordered_grad, ordered_hess, sum_grad, sum_hess, count, hist):
     """Histograms of block ``k``'s features for the node whose rows are ``rows`` (λ ``ordered_grad[i]`` for row
     ``rows[i]``) and whose totals are ``sum_grad``, ``sum_hess`` and ``count``."""
-    bin_offsets, block_features, dense, dense_base, block_dense, sparse_ptr, sparse_bin, mode_bin = layout
+    bin_offsets, block_features, dense_features, block_dense, sparse_ptr, sparse_bin, mode_bin = layout
     if hist.shape[1] != 4:
         raise ValueError("a histogram has 4 columns (see new_histograms)")
     f0, f1 = block_features[k], block_features[k + 1]
     base = bin_offsets[f0]
     hist[base:bin_offsets[f1], :] = 0.0
-    _accumulate_rows(hist, rows, ordered_grad, ordered_hess, dense, dense_base, block_dense[k], block_dense[k + 1],
-                     sparse_ptr[k], sparse_bin, base)
+    d = block_dense[k]
+    while d + 4 <= block_dense[k + 1]:
+        a, b, c, e = dense_features[d], dense_features[d + 1], dense_features[d + 2], dense_features[d + 3]
+        _accumulate_four(hist, rows, ordered_grad, ordered_hess, codes[a], codes[b], codes[c], codes[e],
+                         bin_offsets[a], bin_offsets[b], bin_offsets[c], bin_offsets[e])
+        d += 4
+    for d in range(d, block_dense[k + 1]):
+        f = dense_features[d]
+        _accumulate_one(hist, rows, ordered_grad, ordered_hess, codes[f], bin_offsets[f])
+    _accumulate_sparse(hist, rows, ordered_grad, ordered_hess, sparse_ptr[k], sparse_bin, base)
     for f in range(f0, f1):
         if mode_bin[f] >= 0:
             skipped = bin_offsets[f] + mode_bin[f]
@@ -242,12 +252,13 @@ def build_block(layout, k, rows, ordered_grad, ordered_hess, sum_grad, sum_hess,
 
 
 @njit(cache=True, parallel=True)
-def build_histogram(layout, rows, ordered_grad, ordered_hess, sum_grad, sum_hess, hist):
+def build_histogram(codes, layout, rows, ordered_grad, ordered_hess, sum_grad, sum_hess, hist):
     """Fill ``hist`` for the node whose rows are ``rows``, with ``ordered_grad[i]`` the λ of ``rows[i]`` and
     ``sum_grad``, ``sum_hess`` the node's totals; threads take blocks."""
-    l0, l1, l2, l3, l4, l5, l6, l7 = layout  # a parallel loop cannot receive a tuple of arrays
+    l0, l1, l2, l3, l4, l5, l6 = layout  # a parallel loop cannot receive a tuple of arrays
     for k in prange(l1.shape[0] - 1):
-        build_block((l0, l1, l2, l3, l4, l5, l6, l7), k, rows, ordered_grad, ordered_hess, sum_grad, sum_hess, float(rows.shape[0]), hist)
+        build_block(codes, (l0, l1, l2, l3, l4, l5, l6), k, rows, ordered_grad, ordered_hess, sum_grad, sum_hess,
+                    float(rows.shape[0]), hist)
 
 
 @njit(cache=True)

@@ -389,7 +389,7 @@ def test_histogram_subtraction_equals_direct_build():
     def built(rows):
         hist = new_histograms(1, bin_offsets[-1])[0]
         hist[:] = np.nan
-        build_histogram(layout, rows, grad[rows], hess[rows], grad[rows].sum(), hess[rows].sum(), hist)
+        build_histogram(codes, layout, rows, grad[rows], hess[rows], grad[rows].sum(), hess[rows].sum(), hist)
         return hist
 
     parent, child, sibling = built(parent_rows), built(child_rows), built(sibling_rows)
@@ -415,7 +415,7 @@ def test_histogram_layout_does_not_change_the_sums():
         assert np.all(np.diff(block_features) > 0) and block_features.size - 1 <= n_blocks
         hist = new_histograms(1, layout[0][-1])[0]
         hist[:] = np.nan
-        build_histogram(layout, rows, grad[rows], hess[rows], grad[rows].sum(), hess[rows].sum(), hist)
+        build_histogram(codes, layout, rows, grad[rows], hess[rows], grad[rows].sum(), hess[rows].sum(), hist)
         hists.append(hist)
     # Every bin sums the node's rows in the same order whatever the blocks: bit-identical.
     for hist in hists[1:]:
@@ -446,7 +446,7 @@ def test_histogram_layout_blocks_respect_the_uint16_bin_range():
     rows = np.arange(500, dtype=np.int64)
     grad, hess = rng.normal(size=500), np.ones(500)
     hist = new_histograms(1, bin_offsets[-1])[0]
-    build_histogram(layout, rows, grad, hess, grad.sum(), hess.sum(), hist)
+    build_histogram(codes, layout, rows, grad, hess, grad.sum(), hess.sum(), hist)
     direct = _direct_histogram(codes, n_bins, bin_offsets, rows, grad, hess)
     np.testing.assert_array_equal(hist[:, 2], direct[:, 2])
     np.testing.assert_allclose(hist[:, :2], direct[:, :2], rtol=0, atol=1e-10)

@@ -15,7 +15,8 @@ Histograms are built with a *layout* made once per fit (:func:`make_layout`):
   rows are scattered over the training set.
 - A *sparse* feature, one whose most frequent bin holds at least ``SPARSE_SHARE`` of the rows (zeros, missing
   values, flags), is stored apart as per-row lists of the bins other than that one; the skipped bin is filled in
-  afterwards as the node's totals minus the feature's other bins (exact for the count).
+  afterwards as the node's totals minus the feature's other bins (exact for the count). The dense features beyond
+  a multiple of four are stored so too.
 """
 
 import numpy as np
@@ -67,30 +68,40 @@ def make_layout(codes, n_bins, n_blocks):
     counts = _bin_counts(codes, step, int(np.max(n_bins)) + 1)
     share = counts.max(axis=1) / max(1, counts.sum(axis=1)[0])
     sparse = share >= SPARSE_SHARE
+    # Dense features go four per pass; the last one to three would each need a pass of their own, while in the
+    # per-row lists they cost only their updates: the most concentrated ones move there. (Which features are in
+    # lists changes the rounding of their skipped bin, so it must not depend on the blocks.)
+    dense_features = np.flatnonzero(~sparse)
+    sparse[dense_features[np.argsort(-share[dense_features], kind="stable")[:dense_features.shape[0] % 4]]] = True
     mode_bin = np.where(sparse, counts.argmax(axis=1), -1).astype(np.int64)
-    # Work per row: one update per dense feature, the rows outside the skipped bin for a sparse one.
-    work = np.where(sparse, 1.0 - share, 1.0)
-    block_features = _cut_blocks(work, bin_offsets, max(1, n_blocks))
     dense_features = np.flatnonzero(~sparse).astype(np.int64)
     sparse_features = np.flatnonzero(sparse).astype(np.int64)
+    # Work per row: one update per dense feature, the rows outside the skipped bin for a sparse one.
+    block_features = _cut_blocks(np.where(sparse, 1.0 - share, 1.0), ~sparse, bin_offsets, max(1, n_blocks))
     block_dense = np.searchsorted(dense_features, block_features).astype(np.int64)
     sparse_ptr, sparse_bin = _sparse_rows(codes, bin_offsets, block_features, sparse_features,
                                           np.searchsorted(sparse_features, block_features), mode_bin)
     return bin_offsets, block_features, dense_features, block_dense, sparse_ptr, sparse_bin, mode_bin
 
 
-def _cut_blocks(work, bin_offsets, n_blocks):
-    """Block boundaries: contiguous feature ranges of about equal work, each within ``_MAX_BLOCK_BINS`` bins."""
+def _cut_blocks(work, dense, bin_offsets, n_blocks):
+    """Block boundaries: contiguous feature ranges of about equal work, each within ``_MAX_BLOCK_BINS`` bins, cut
+    where possible after a multiple of four dense features."""
+    n_features = work.shape[0]
     cumulative = np.concatenate(([0.0], np.cumsum(work)))
+    fits_groups = np.concatenate(([0], np.cumsum(dense))) % 4 == 0
+    candidates = np.flatnonzero(fits_groups)
     targets = cumulative[-1] * np.arange(1, n_blocks) / n_blocks
-    cuts = np.searchsorted(cumulative, targets)
+    nearest = np.abs(cumulative[candidates][None, :] - targets[:, None]).argmin(axis=1)
     bounds = [0]
-    for cut in list(cuts) + [work.shape[0]]:
-        if cut <= bounds[-1]:
-            continue
+    for cut in list(candidates[nearest]) + [n_features]:
         while bin_offsets[cut] - bin_offsets[bounds[-1]] > _MAX_BLOCK_BINS:
-            bounds.append(int(np.searchsorted(bin_offsets, bin_offsets[bounds[-1]] + _MAX_BLOCK_BINS, "right") - 1))
-        bounds.append(int(cut))
+            # Too many bins for uint16 list entries: cut earlier, after whole groups if there is room.
+            limit = np.searchsorted(bin_offsets, bin_offsets[bounds[-1]] + _MAX_BLOCK_BINS, "right") - 1
+            within = candidates[(candidates > bounds[-1]) & (candidates <= limit)]
+            bounds.append(int(within[-1] if within.shape[0] else limit))
+        if cut > bounds[-1]:
+            bounds.append(int(cut))
     return np.asarray(bounds, dtype=np.int64)
 
 
@@ -234,7 +245,7 @@ def build_block(codes, layout, k, rows, ordered_grad, ordered_hess, sum_grad, su
         _accumulate_four(hist, rows, ordered_grad, ordered_hess, codes[a], codes[b], codes[c], codes[e],
                          bin_offsets[a], bin_offsets[b], bin_offsets[c], bin_offsets[e])
         d += 4
-    for d in range(d, block_dense[k + 1]):
+    for d in range(d, block_dense[k + 1]):  # only where a block had to be cut inside a group of four
         f = dense_features[d]
         _accumulate_one(hist, rows, ordered_grad, ordered_hess, codes[f], bin_offsets[f])
     _accumulate_sparse(hist, rows, ordered_grad, ordered_hess, sparse_ptr[k], sparse_bin, base)

@@ -9,7 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from lambdamart.objective import discount_table, inverse_ideal_dcg, lambdarank_gradients
+from lambdamart.objective import (_descending_order, _general_pairs, _ndcg_pairs, discount_table, inverse_ideal_dcg,
+                                  lambdarank_gradients)
 
 TABLE = np.array([0.0, 1.0, 3.0, 7.5, 20.0])  # an arbitrary gain table for labels 0..4
 
@@ -342,3 +343,58 @@ def test_kernel_does_not_depend_on_query_position():
     full_g, full_h = run_kernel(scores, labels, offsets, "exponential", 30, 1.0, True, True)
     np.testing.assert_array_equal(alone_g, full_g[s:e])
     np.testing.assert_array_equal(alone_h, full_h[s:e])
+
+
+@pytest.mark.parametrize("kind", ["distinct", "ties", "signed-zeros", "infinite", "sorted", "reversed"])
+def test_descending_order_is_a_stable_descending_argsort(kind):
+    """The kernel's sort matches numpy's stable argsort of -scores (tied scores in row order) at every size, around
+    its 16-element blocks and its merges of equal and unequal runs."""
+    rng = np.random.default_rng(len(kind))
+    for n in list(range(0, 70)) + [100, 127, 128, 129, 257, 1000]:
+        x = rng.normal(size=n)
+        if kind == "ties":
+            x = np.round(x * 2)
+        elif kind == "signed-zeros":
+            x = rng.choice([0.0, -0.0, 1.0, -1.0], size=n)
+        elif kind == "infinite":
+            x[rng.random(n) < 0.2] = np.inf
+            x[rng.random(n) < 0.2] = -np.inf
+        elif kind == "sorted":
+            x = np.sort(np.round(x))[::-1].copy()
+        elif kind == "reversed":
+            x = np.sort(np.round(x)).copy()
+        np.testing.assert_array_equal(_descending_order(x), np.argsort(-x, kind="stable"))
+
+
+def test_descending_order_puts_nan_last():
+    x = np.array([0.5, np.nan, 2.0, 0.5, np.nan, -1.0])
+    np.testing.assert_array_equal(_descending_order(x), [2, 0, 3, 5, 1, 4])
+
+
+@pytest.mark.parametrize("normalize_pairs", [False, True])
+@pytest.mark.parametrize("truncation_level", [1, 5, 30, 1000])
+def test_vectorised_pair_loop_gives_the_bits_of_the_plain_loop(truncation_level, normalize_pairs):
+    """The common case's branch-free, padded loop (_ndcg_pairs) and the plain double loop (_general_pairs) add the
+    same terms in the same order: equal to the last bit, for every length around the padding of 8."""
+    rng = np.random.default_rng(truncation_level)
+    for n in list(range(2, 42)) + [64, 100, 203]:
+        n_pad = (n + 7) & -8
+        label = np.ones(n_pad)  # the padding holds any finite value
+        label[:n] = rng.integers(0, 5, n)
+        gain = 2.0 ** label - 1.0
+        s = np.ones(n_pad)
+        s[:n] = np.sort(np.round(rng.normal(size=n), 1))[::-1]  # rank order, with ties
+        e = np.ones(n_pad)
+        e[:n] = np.exp(1.3 * (s[:n] - s[0]))
+        discount = np.ones(n_pad)
+        discount[:n] = discount_table(n)
+        last_row = min(n - 1, truncation_level)
+        sums = np.zeros(2 * n_pad)
+        fast = _ndcg_pairs(n, s, label, gain, e, discount, 0.37, last_row, 1.3, normalize_pairs, sums,
+                           np.empty(2 * n_pad))
+        lam, w = np.zeros(n), np.zeros(n)
+        plain = _general_pairs(s[:n], label[:n], gain[:n], e[:n], discount[:n], 0.37, last_row, 1.3, normalize_pairs,
+                               False, np.zeros(0, dtype=np.int64), np.ones((2, 0)), lam, w, np.zeros((2, 0)))
+        assert fast == plain
+        np.testing.assert_array_equal(sums[0:2 * n:2], lam)
+        np.testing.assert_array_equal(sums[1:2 * n:2], w)

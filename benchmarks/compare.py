@@ -281,8 +281,9 @@ def work_serve(job, data):
 # these names in lambdamart.ranker with timing shims (numba kernels return only when their work is done, so wall
 # time around a call is the kernel's time); a Python call costs ~1 us against milliseconds of kernel work.
 PROFILED_KERNELS = {
-    "find_thresholds": "binning",
-    "bin_features": "binning",
+    "find_thresholds": "binning (thresholds, codes, histogram layout)",
+    "bin_features": "binning (thresholds, codes, histogram layout)",
+    "make_layout": "binning (thresholds, codes, histogram layout)",
     "inverse_ideal_dcg": "lambdas",
     "lambdarank_gradients": "lambdas",
     "grow_tree": "tree growth (histograms, split finding, partition)",

@@ -24,8 +24,8 @@ from llvmlite import ir
 from numba import njit, prange, types
 from numba.extending import intrinsic
 
-# Most-frequent-bin share from which a feature is stored sparse. On MSLR-like data 0.5 beat 0.3 and 0.7: below it
-# the per-row list costs more than the updates it skips.
+# Most-frequent-bin share from which a feature is stored sparse. On MSLR-like data (make_ranking_data) trees grew
+# as fast from 0.3 to 0.5, 15 % slower from 0.7 and 1.5x slower with no sparse features at all.
 SPARSE_SHARE = 0.5
 # Rows ahead of the current one whose codes are requested from memory.
 _PREFETCH_DISTANCE = 16

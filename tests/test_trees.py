@@ -688,6 +688,66 @@ def test_predict_serial_parallel_and_binned_agree():
     assert np.all(np.delete(part, some) == 0.0)
 
 
+def _random_tree(rng, n_features, n_leaves, values):
+    """A random tree in ensemble layout (children after their parent); splits at ``values``, often lopsided."""
+    feature, threshold, missing_left, left, right = [-1], [np.nan], [False], [-1], [-1]
+    leaves = [0]
+    for _ in range(n_leaves - 1):
+        # Splitting the newest leaf half of the time grows long chains next to shallow leaves.
+        k = leaves.pop(-1 if rng.random() < 0.5 else int(rng.integers(len(leaves))))
+        feature[k], threshold[k] = int(rng.integers(n_features)), rng.choice(values)
+        missing_left[k] = rng.random() < 0.5
+        left[k], right[k] = len(feature), len(feature) + 1
+        leaves += [len(feature), len(feature) + 1]
+        for column, empty in ((feature, -1), (threshold, np.nan), (missing_left, False), (left, -1), (right, -1)):
+            column += [empty, empty]
+    n = len(feature)
+    is_leaf = np.array(left) < 0
+    return dict(feature=np.array(feature, dtype=np.int32), threshold=np.array(threshold),
+                missing_left=np.array(missing_left), left=np.array(left, dtype=np.int32),
+                right=np.array(right, dtype=np.int32), value=np.where(is_leaf, rng.normal(size=n), 0.0),
+                gain=np.where(is_leaf, 0.0, 1.0), count=np.ones(n, dtype=np.int64))
+
+
+def _walk_one_row_at_a_time(X, ens):
+    """Reference scores: each row walks each tree alone, in plain Python, summing leaves in tree order from 0.0."""
+    out = np.zeros(X.shape[0])
+    for i in range(X.shape[0]):
+        for root in ens["tree_starts"]:
+            node = root
+            while ens["left"][node] != -1:
+                x = X[i, ens["feature"][node]]
+                go_left = x <= ens["threshold"][node] if not np.isnan(x) else ens["missing_left"][node]
+                node = ens["left"][node] if go_left else ens["right"][node]
+            out[i] += ens["value"][node]
+    return out
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_predict_rows_walked_together_match_one_row_at_a_time(seed):
+    # predict walks eight rows down a tree in lock-step (rows at a leaf wait there) and pads the last group of a
+    # block with copies of its last row: row counts around multiples of 8 and of the 64-row block, trees from a
+    # single leaf to long chains, NaN, ±inf and values exactly on thresholds.
+    rng = np.random.default_rng(seed)
+    n_features = 6
+    values = np.concatenate([rng.normal(size=12), [0.0, np.inf, -np.inf, 1e300]])
+    trees = [_random_tree(rng, n_features, n_leaves, values) for n_leaves in (1, 2, 31, 1, 40, 5, 64, 3)]
+    X = rng.normal(size=(200, n_features))
+    cells = rng.random(X.shape)
+    X[cells < 0.15] = rng.choice(values, size=int((cells < 0.15).sum()))
+    X[(cells >= 0.15) & (cells < 0.25)] = np.nan
+    for ens in (concatenate_trees(trees), concatenate_trees(trees[:1]), concatenate_trees([])):
+        args = (ens["feature"], ens["threshold"], ens["missing_left"], ens["left"], ens["right"], ens["value"],
+                ens["tree_starts"])
+        for n in (0, 1, 7, 8, 9, 63, 64, 65, 100, 200):
+            for dtype in (np.float64, np.float32):
+                with np.errstate(over="ignore"):  # 1e300 becomes inf in float32
+                    X_n = np.ascontiguousarray(X[:n], dtype=dtype)
+                expected = _walk_one_row_at_a_time(X_n, ens)
+                np.testing.assert_array_equal(predict_serial(X_n, *args), expected)
+                np.testing.assert_array_equal(predict_parallel(X_n, *args), expected)
+
+
 def test_concatenate_trees_layout():
     X, y = repeated_values_data(11, n_features=3)
     a = grow(X, -y, np.ones_like(y), max_leaf_nodes=3)["tree"]

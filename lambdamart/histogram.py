@@ -262,16 +262,6 @@ def build_block(codes, layout, k, rows, ordered_grad, ordered_hess, sum_grad, su
                     hist[skipped, 2] -= hist[b, 2]
 
 
-@njit(cache=True, parallel=True)
-def build_histogram(codes, layout, rows, ordered_grad, ordered_hess, sum_grad, sum_hess, hist):
-    """Fill ``hist`` for the node whose rows are ``rows``, with ``ordered_grad[i]`` the λ of ``rows[i]`` and
-    ``sum_grad``, ``sum_hess`` the node's totals; threads take blocks."""
-    l0, l1, l2, l3, l4, l5, l6 = layout  # a parallel loop cannot receive a tuple of arrays
-    for k in prange(l1.shape[0] - 1):
-        build_block(codes, (l0, l1, l2, l3, l4, l5, l6), k, rows, ordered_grad, ordered_hess, sum_grad, sum_hess,
-                    float(rows.shape[0]), hist)
-
-
 @njit(cache=True)
 def subtract_feature(parent, child, bin_offsets, f):
     """``parent -= child`` on feature ``f``'s bins: the parent's histogram becomes its other child's."""

@@ -7,7 +7,7 @@ import pytest
 from lambdamart.binning import MIN_SAMPLES_PER_BIN, bin_features, find_thresholds
 from lambdamart.ensemble import concatenate_trees, make_tree
 from lambdamart.grower import add_leaf_values, grow_tree, make_workspace
-from lambdamart.histogram import SPARSE_SHARE, build_histogram, make_layout, new_histograms, subtract_feature
+from lambdamart.histogram import SPARSE_SHARE, build_block, make_layout, new_histograms, subtract_feature
 from lambdamart.predict import add_tree_binned, predict_parallel, predict_serial
 
 # ---------------------------------------------------------------- helpers
@@ -365,6 +365,12 @@ def _histogram_data(seed, n=400):
     X[:, 4] = 1.0  # one bin
     X[:, 6] = rng.random(n) < 0.9  # a flag
     return rng, binned(X, 32)
+
+
+def build_histogram(codes, layout, rows, ordered_grad, ordered_hess, sum_grad, sum_hess, hist):
+    """The whole histogram of a node, block after block, as the grower builds it (there, one thread per block)."""
+    for k in range(layout[1].size - 1):
+        build_block(codes, layout, k, rows, ordered_grad, ordered_hess, sum_grad, sum_hess, float(rows.size), hist)
 
 
 def _direct_histogram(codes, n_bins, bin_offsets, rows, grad, hess):

@@ -14,6 +14,8 @@ document is its own group, so the same closed forms give the plain metric of the
 import numpy as np
 from numba import njit, prange
 
+from ._sort import descending_order
+
 
 # Metric codes for `per_query`. One dispatching driver rather than a jitted function passed as an argument:
 # numba cannot reuse its on-disk cache for functions specialised on a dispatcher argument.
@@ -40,7 +42,7 @@ def tie_groups(score, average):
     occupies ranking positions ``bounds[g]:bounds[g + 1]`` (0-based).
     """
     n = score.shape[0]
-    order = np.argsort(-score, kind="mergesort")  # mergesort is stable: ties keep input order
+    order = descending_order(score)  # stable: ties keep input order
     bounds = np.empty(n + 1, np.int64)
     bounds[0] = 0
     g = 0

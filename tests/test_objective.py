@@ -9,7 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from lambdamart.objective import (_descending_order, _general_pairs, _ndcg_pairs, discount_table, inverse_ideal_dcg,
+from lambdamart._sort import descending_order
+from lambdamart.objective import (_general_pairs, _ndcg_pairs, discount_table, inverse_ideal_dcg,
                                   lambdarank_gradients)
 
 TABLE = np.array([0.0, 1.0, 3.0, 7.5, 20.0])  # an arbitrary gain table for labels 0..4
@@ -363,12 +364,12 @@ def test_descending_order_is_a_stable_descending_argsort(kind):
             x = np.sort(np.round(x))[::-1].copy()
         elif kind == "reversed":
             x = np.sort(np.round(x)).copy()
-        np.testing.assert_array_equal(_descending_order(x), np.argsort(-x, kind="stable"))
+        np.testing.assert_array_equal(descending_order(x), np.argsort(-x, kind="stable"))
 
 
 def test_descending_order_puts_nan_last():
     x = np.array([0.5, np.nan, 2.0, 0.5, np.nan, -1.0])
-    np.testing.assert_array_equal(_descending_order(x), [2, 0, 3, 5, 1, 4])
+    np.testing.assert_array_equal(descending_order(x), [2, 0, 3, 5, 1, 4])
 
 
 @pytest.mark.parametrize("normalize_pairs", [False, True])

@@ -1,0 +1,117 @@
+"""A stable descending sort of one query's scores, shared by the objective and the metrics.
+
+Queries hold tens to hundreds of documents and are sorted once per query per boosting round (and per metric
+evaluation), so this sort is on the hot path: see :func:`descending_order`.
+"""
+
+import numpy as np
+from numba import njit
+
+
+# The sort below indexes with unsigned integers: numba wraps negative signed indices around, and that select on
+# every access costs as much as the merging itself.
+
+
+@njit(cache=True)
+def _sort_block(keys, rows, out_keys, out_rows, lo, hi):
+    """Stable descending sort of the short block [lo, hi) into ``out_*``: each element goes to its rank, the
+    number of elements that come before it (no branch, unlike insertion sort, whose exits are unpredictable)."""
+    for a in range(lo, hi):
+        rank = lo
+        for b in range(lo, hi):
+            rank += np.uint64((keys[b] > keys[a]) | ((keys[b] == keys[a]) & (b < a)))
+        out_keys[rank] = keys[a]
+        out_rows[rank] = rows[a]
+
+
+@njit(cache=True)
+def _merge_runs(keys, rows, out_keys, out_rows, lo, mid, hi):
+    """Stable merge of the descending runs [lo, mid) and [mid, hi) into ``out_*``."""
+    a, b, k = lo, mid, lo
+    while a < mid and b < hi:
+        right = keys[b] > keys[a]  # on ties the left run's element comes first: stable
+        out_keys[k] = keys[b] if right else keys[a]
+        out_rows[k] = rows[b] if right else rows[a]
+        b += np.uint64(right)
+        a += np.uint64(not right)
+        k += np.uint64(1)
+    while a < mid:
+        out_keys[k], out_rows[k] = keys[a], rows[a]
+        a += np.uint64(1)
+        k += np.uint64(1)
+    while b < hi:
+        out_keys[k], out_rows[k] = keys[b], rows[b]
+        b += np.uint64(1)
+        k += np.uint64(1)
+
+
+@njit(cache=True)
+def _merge_equal_runs(keys, rows, out_keys, out_rows, lo, m):
+    """Stable merge of the descending runs [lo, lo + m) and [lo + m, lo + 2m) into ``out_*``, from both ends.
+
+    Each end is a chain of dependent loads and compares; the two chains are independent, so the CPU overlaps them.
+    With runs of equal length, m steps from each end never read past a run. Selects, not branches, as the
+    comparisons are unpredictable.
+    """
+    one = np.uint64(1)
+    a, b, k = lo, lo + m, lo
+    a_back, b_back, k_back = lo + m - one, lo + m + m - one, lo + m + m - one
+    for _ in range(m):
+        right = keys[b] > keys[a]
+        out_keys[k] = keys[b] if right else keys[a]
+        out_rows[k] = rows[b] if right else rows[a]
+        b += np.uint64(right)
+        a += np.uint64(not right)
+        k += one
+        # The last place takes the smaller key; on ties the right run's element, which comes later.
+        left = keys[a_back] < keys[b_back]
+        out_keys[k_back] = keys[a_back] if left else keys[b_back]
+        out_rows[k_back] = rows[a_back] if left else rows[b_back]
+        a_back -= np.uint64(left)
+        b_back -= np.uint64(not left)
+        k_back -= one
+
+
+@njit(cache=True)
+def descending_order(scores):
+    """Row indices in descending order of ``scores``, tied scores in row order (LightGBM's std::stable_sort):
+    ``np.argsort(-scores, kind="mergesort")``, about three times as fast on queries of ~100 documents (numba's
+    merge sort branches on every comparison and reads each value through its index).
+
+    Blocks of 16 sorted by rank, then a bottom-up merge sort, on integer keys (integer compares are quicker).
+    Scores with a NaN take numpy's sort, which places NaN last.
+    """
+    n = scores.shape[0]
+    sorted_already = True
+    has_nan = False
+    for k in range(n):
+        has_nan |= scores[k] != scores[k]
+        if k > 0 and scores[k - 1] < scores[k]:
+            sorted_already = False
+    if has_nan:
+        return np.argsort(-scores, kind="mergesort")
+    if sorted_already:  # e.g. the first round, where all scores are 0
+        return np.arange(n)
+    # The float's bits as an integer with the same order: negative floats get their magnitude bits flipped.
+    # Adding 0.0 first turns -0.0 into 0.0, equal as floats.
+    bits = (scores + 0.0).view(np.int64)
+    keys = bits ^ ((bits >> 63) & 0x7FFFFFFFFFFFFFFF)
+    rows = np.arange(n)
+    out_keys = np.empty_like(keys)
+    out_rows = np.empty_like(rows)
+    size = np.uint64(n)
+    width = np.uint64(16)
+    for lo in range(np.uint64(0), size, width):
+        _sort_block(keys, rows, out_keys, out_rows, lo, min(lo + width, size))
+    while width < size:
+        keys, out_keys = out_keys, keys
+        rows, out_rows = out_rows, rows
+        for lo in range(np.uint64(0), size, width + width):
+            mid = min(lo + width, size)
+            hi = min(mid + width, size)
+            if hi - mid == width:
+                _merge_equal_runs(keys, rows, out_keys, out_rows, lo, width)
+            else:
+                _merge_runs(keys, rows, out_keys, out_rows, lo, mid, hi)
+        width += width
+    return out_rows

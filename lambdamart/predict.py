@@ -1,7 +1,6 @@
 """Scoring rows with a tree ensemble: raw features for predict, bin codes inside the boosting loop."""
 
 import numpy as np
-from llvmlite import ir
 from numba import njit, prange, types
 from numba.extending import intrinsic
 

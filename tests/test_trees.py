@@ -660,7 +660,7 @@ def test_predict_serial_parallel_and_binned_agree():
     X[:, 3] = np.round(X[:, 3], 1)
     thresholds, offsets, codes, n_bins = binned(X, 32)
     y = np.nan_to_num(X[:, 0]) + np.isnan(X[:, 1]) + rng.normal(size=600)
-    trees, binned_parts = [], []
+    trees = []
     X_test = np.concatenate([rng.normal(scale=2, size=(300, 5)), X[:100]])
     X_test[rng.random(X_test.shape) < 0.1] = np.nan
     X_test[::17, 2] = np.inf

@@ -315,13 +315,13 @@ def _unknown_parameter(key, known):
 
 
 def run_train(args):
-    from . import model_io
+    from ._model_format import encode_param
     from .ranker import LambdaMARTRanker
 
     params = parse_params(args.param)
     for name, value in params.items():  # fail now, not after training, if the model file cannot hold a value
         try:
-            model_io._encode_param(name, value)
+            encode_param(name, value)
         except TypeError as error:
             raise usage_error(str(error)) from None
     params.setdefault("verbose", 10)

@@ -1,39 +1,39 @@
-"""``LambdaMARTRanker``: scikit-learn plumbing around the boosting loop.
+"""``LambdaMARTRanker``: the estimator, which validates input and orchestrates the stages of a fit.
 
-The estimator validates input, lays the rows out query by query, bins the features once and then, per round,
-asks the objective for (λ, w), grows one tree and updates the scores. All numeric work happens in the kernels of
-``objective``, ``binning``, ``grower`` and ``predict``; this module only orchestrates them.
+Per fit: check the input (``_validation``), lay the rows out query by query (``_queries``), bin the features once
+(``_engine.binning``, ``_engine.histogram``), then per round ask the objective (``_objectives``) for λ and w, grow one
+tree (``_engine.grower``) and update the scores. All numeric work happens in those modules' kernels; this module
+only decides what runs when. ``docs/design.md`` describes the whole flow.
 """
 
-import threading
 import time
 import warnings
 from contextlib import contextmanager
+from dataclasses import dataclass
 from numbers import Integral, Real
 
 import numba
 import numpy as np
-import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
-from . import __version__
-from ._gains import check_labels, label_gains
-from ._values import first_non_number
-from ._queries import group_from_sizes, group_queries
-from .binning import MAX_BINS, bin_features, find_thresholds
-from .ensemble import concatenate_trees, make_tree
-from .grower import add_leaf_values, grow_tree, make_workspace
-from .histogram import make_layout
+from . import _model_format
+from ._compat import Interval, StrOptions, check_sample_weight
+from ._engine.binning import MAX_BINS, bin_features, find_thresholds
+from ._engine.grower import GrowthParams, add_leaf_values, grow_tree, make_workspace
+from ._engine.histogram import make_layout
+from ._engine.predict import add_tree_binned, predict_parallel, predict_serial
+from ._engine.tree import concatenate_trees, make_tree
+from ._gains import label_gains
 from ._metric_kernels import NDCG, per_query
+from ._objectives import OBJECTIVES, TrainingQueries, make_objective
+from ._parallel import n_threads, parallel_region
+from ._queries import group_from_sizes, group_queries
+from ._validation import check_eval_set, check_position, check_X, check_y
+from ._version import __version__
+from .exceptions import InconsistentVersionWarning
 from .metrics import ndcg
-from . import model_io
-from .model_io import InconsistentVersionWarning
-from .objective import (discount_table, inverse_ideal_dcg, lambdarank_gradients, listmle_gradients,
-                        listnet_gradients, pointwise_gradients, ranknet_gradients, update_position_bias)
-from .predict import add_tree_binned, predict_parallel, predict_serial
 
 # Rows sampled to place bin thresholds, as scikit-learn's HistGradientBoosting does.
 _BINNING_SUBSAMPLE = 200_000
@@ -43,15 +43,24 @@ _SERIAL_PREDICT_WORK = 200_000
 # would cost more to start than they save, and stall badly when the machine is oversubscribed.
 _SERIAL_FIT_CELLS = 2_000_000
 
-# The workqueue threading layer (numba's fallback when neither TBB nor OpenMP is available) aborts the process
-# when two threads launch parallel regions at once, so launches are serialised until a thread-safe layer is known.
-_LAUNCH_LOCK = threading.RLock()
-
 _NO_QID_WARNING = (
     "score() received no qid, so all rows are scored as one query. To score per query, pass qid; inside "
     "GridSearchCV or cross_validate, enable routing with sklearn.set_config(enable_metadata_routing=True) and "
     "pass qid to fit."
 )
+
+#: The stages of a fit that ``fit_profile_`` times, in the order they run.
+FIT_STAGES = ("binning", "gradients", "tree_growth", "score_update", "validation")
+
+
+@dataclass
+class _EvalQueries:
+    """A validation set during a fit: its bin codes, label gains, query offsets and running scores."""
+
+    codes: np.ndarray
+    gains: np.ndarray
+    offsets: np.ndarray
+    scores: np.ndarray
 
 
 class LambdaMARTRanker(BaseEstimator):
@@ -158,6 +167,10 @@ class LambdaMARTRanker(BaseEstimator):
         for clicked (row 0) and unclicked (row 1) documents, relative to the top position.
     feature_importances_ : ndarray of shape (n_features_in_,)
         Per-feature total split gain or split count (see ``importance_type``), normalised to sum to 1.
+    fit_profile_ : dict of str to float
+        Seconds the last fit spent in each stage (``"binning"``, ``"gradients"``, ``"tree_growth"``,
+        ``"score_update"``, ``"validation"``) and in all (``"total"``). A diagnostic of that fit: not saved by
+        :meth:`save_model`.
 
     Notes
     -----
@@ -170,7 +183,7 @@ class LambdaMARTRanker(BaseEstimator):
     __metadata_request__score = {"qid": True}
 
     _parameter_constraints = {
-        "objective": [StrOptions({"lambdarank", "lambdarank_map", "ranknet", "listnet", "listmle", "pointwise"})],
+        "objective": [StrOptions(set(OBJECTIVES))],
         "n_estimators": [Interval(Integral, 1, None, closed="left")],
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
         "max_leaf_nodes": [Interval(Integral, 2, None, closed="left")],
@@ -287,108 +300,96 @@ class LambdaMARTRanker(BaseEstimator):
         self
         """
         self._validate_params()
-        n_threads = _n_threads(self.n_jobs)
+        for name in ("position_bias_", "fit_profile_"):  # nothing learned by an earlier fit may survive this one
+            self.__dict__.pop(name, None)
+        profile = dict.fromkeys(FIT_STAGES, 0.0)
+        fit_start = time.perf_counter()
+        threads = n_threads(self.n_jobs)
         X, y, groups, sample_weight = self._check_fit_data(X, y, qid, group, sample_weight)
-        position = self._check_position(position, X.shape[0])
+        position = check_position(position, X.shape[0])
         rng = check_random_state(self.random_state)
-        train, valid = self._split_train_valid(X, y, groups, sample_weight, eval_set, rng)
-        train["position"] = position[train["rows"]] if position is not None else np.zeros(0, dtype=np.int64)
+        eval_items = check_eval_set(eval_set)
+        train_rows, offsets, holdout = self._split_queries(groups, rng, self.early_stopping is True and not eval_items)
+        eval_sets = [(X[rows], label_gains(y[rows], self.gain, "y"), offsets_v) for rows, offsets_v in holdout]
+        eval_sets += [self._eval_set_queries(X_v, y_v, qid_v, i) for i, (X_v, y_v, qid_v) in enumerate(eval_items)]
+        queries = self._training_queries(y, train_rows, offsets, sample_weight, position)
 
-        with _parallel_region(1 if X.size < _SERIAL_FIT_CELLS else n_threads):
-            thresholds, threshold_offsets = self._bin_thresholds(X, train["rows"], rng)
-            n_bins = np.diff(threshold_offsets) + 1
-            codes = bin_features(X, train["rows"], thresholds, threshold_offsets)
-            trees = self._boost(codes, n_bins, thresholds, threshold_offsets, train, valid, rng)
-        self._trees = concatenate_trees(trees)
+        # Every parallel kernel of the fit runs inside this region, the objective's set-up included.
+        with parallel_region(1 if X.size < _SERIAL_FIT_CELLS else threads):
+            objective = make_objective(self.objective, queries, self.get_params(deep=False), rng)
+            with _timed(profile, "binning"):
+                thresholds, threshold_offsets = self._bin_thresholds(X, train_rows, rng)
+                n_bins = np.diff(threshold_offsets) + 1
+                codes = bin_features(X, train_rows, thresholds, threshold_offsets)
+            with _timed(profile, "validation"):
+                valid = [_EvalQueries(bin_features(X_v, np.arange(X_v.shape[0]), thresholds, threshold_offsets),
+                                      gains_v, offsets_v, np.zeros(X_v.shape[0]))
+                         for X_v, gains_v, offsets_v in eval_sets]
+            grown = self._boost(codes, n_bins, queries, objective, valid, rng, profile)
+        self._trees = concatenate_trees([make_tree(tree, thresholds, threshold_offsets) for tree in grown])
+        for name, value in objective.fitted_attributes().items():
+            setattr(self, name, value)
+        profile["total"] = time.perf_counter() - fit_start
+        self.fit_profile_ = profile
+        if self.verbose:
+            print("fit profile: " + ", ".join(f"{k} {v:.2f}s" for k, v in profile.items()), flush=True)
         return self
 
     def _check_fit_data(self, X, y, qid, group, sample_weight):
         if y is None:
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None: pass the "
                              f"relevance label of every row.")
-        X = _check_X(self, X, reset=True)
-        y = _check_y(y, X.shape[0], "y")
+        X = check_X(self, X, reset=True)
+        y = check_y(y, X.shape[0], "y")
         if group is not None and qid is not None:
             raise ValueError("pass either qid (one id per row) or group (query sizes), not both.")
         groups = group_from_sizes(group, X.shape[0]) if group is not None else group_queries(qid, X.shape[0])
         if sample_weight is not None:
-            sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+            sample_weight = check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
         return X, y, groups, sample_weight
 
-    def _check_position(self, position, n_samples):
-        if position is None:
-            return None
-        if self.objective not in ("lambdarank", "lambdarank_map"):
-            raise ValueError(f"position (Unbiased LambdaMART) works with objective 'lambdarank' or "
-                             f"'lambdarank_map', not {self.objective!r}.")
-        position = np.asarray(position)
-        if position.shape != (n_samples,):
-            raise ValueError(f"position must hold one displayed rank per row: {n_samples} rows, got shape "
-                             f"{position.shape}.")
-        if position.dtype.kind not in "iuf" or not np.all(np.isfinite(position)) or \
-                np.any(position != np.round(position)) or np.any(position < 1):
-            raise ValueError("position must hold whole displayed ranks >= 1 (1 is the top of the page).")
-        return position.astype(np.int64)
-
-    def _split_train_valid(self, X, y, groups, sample_weight, eval_set, rng):
-        """Training and validation rows, each laid out query by query (lists of row indices into X)."""
-        rows = groups.take(np.arange(X.shape[0]))
+    def _split_queries(self, groups, rng, holdout):
+        """Training rows and offsets, laid out query by query, and with ``holdout`` the held-out queries' (rows,
+        offsets) for early stopping."""
+        rows = groups.take(np.arange(groups.offsets[-1]))
         offsets = groups.offsets
-        holdout = self.early_stopping is True and not eval_set
-        valid = []
-        if holdout:
-            n_queries = groups.n_queries
-            n_valid = int(np.ceil(self.validation_fraction * n_queries))
-            if n_valid >= n_queries:
-                raise ValueError(f"early_stopping needs at least 2 queries to hold some out; got {n_queries}.")
-            is_valid = np.zeros(n_queries, dtype=bool)
-            is_valid[rng.choice(n_queries, n_valid, replace=False)] = True
-            (rows, offsets), (v_rows, v_offsets) = _select_queries(rows, offsets, ~is_valid), \
-                _select_queries(rows, offsets, is_valid)
-            valid.append(_query_set(X[v_rows], y[v_rows], v_offsets, self.gain, "y"))
-        for i, item in enumerate(self._check_eval_set(eval_set)):
-            valid.append(self._eval_set_item(item, i))
-        train = _query_set(None, y[rows], offsets, self.gain, "y")
-        train["rows"] = rows
-        train["sample_weight"] = sample_weight[rows] if sample_weight is not None else np.zeros(0)
+        if not holdout:
+            return rows, offsets, []
+        n_queries = groups.n_queries
+        n_valid = int(np.ceil(self.validation_fraction * n_queries))
+        if n_valid >= n_queries:
+            raise ValueError(f"early_stopping needs at least 2 queries to hold some out; got {n_queries}.")
+        is_valid = np.zeros(n_queries, dtype=bool)
+        is_valid[rng.choice(n_queries, n_valid, replace=False)] = True
+        return (*_select_queries(rows, offsets, ~is_valid), [_select_queries(rows, offsets, is_valid)])
+
+    def _training_queries(self, y, rows, offsets, sample_weight, position):
+        labels = y[rows]
         sizes = np.diff(offsets)
         starts = offsets[:-1][sizes > 0]
-        if np.array_equal(np.maximum.reduceat(train["y"], starts), np.minimum.reduceat(train["y"], starts)):
+        if np.array_equal(np.maximum.reduceat(labels, starts), np.minimum.reduceat(labels, starts)):
             warnings.warn("every training query has all labels equal (or a single document), so there is no "
                           "order within a query to learn: the model cannot rank documents (ranking objectives "
                           "predict a constant). Check the labels, or the qid that groups rows into queries.",
-                          UserWarning, stacklevel=3)
-        return train, valid
+                          UserWarning, stacklevel=4)
+        return TrainingQueries(
+            labels=labels, gains=label_gains(labels, self.gain, "y"), offsets=offsets,
+            sample_weight=sample_weight[rows] if sample_weight is not None else np.zeros(0),
+            position=position[rows] if position is not None else np.zeros(0, dtype=np.int64))
 
-    def _check_eval_set(self, eval_set):
-        """eval_set as a list of (X, y, qid) items, with a clear error for the usual shapes of mistake."""
-        if eval_set is None:
-            return []
-        hint = ("eval_set must be a list of (X, y) or (X, y, qid) tuples, e.g. eval_set=[(X_valid, y_valid, "
-                "qid_valid)]")
-        if isinstance(eval_set, tuple) and len(eval_set) in (2, 3) and getattr(eval_set[0], "ndim", 1) == 2:
-            raise ValueError(f"{hint}; got a single tuple: wrap it in a list.")
-        if isinstance(eval_set, (str, bytes)) or not hasattr(eval_set, "__iter__"):
-            raise ValueError(f"{hint}; got {type(eval_set).__name__}.")
-        return list(eval_set)
-
-    def _eval_set_item(self, item, i):
+    def _eval_set_queries(self, X, y, qid, i):
+        """Features, label gains and offsets of ``eval_set[i]``, laid out query by query."""
         where = f"eval_set[{i}]"
-        if not isinstance(item, (tuple, list)) or len(item) not in (2, 3):
-            raise ValueError(f"{where} must be a tuple (X, y) or (X, y, qid), got {type(item).__name__}"
-                             f"{f' of length {len(item)}' if isinstance(item, (tuple, list)) else ''}.")
-        X_v, y_v = item[0], item[1]
-        qid_v = item[2] if len(item) == 3 else None
         try:
-            X_v = _check_X(self, X_v, reset=False)
+            X = check_X(self, X, reset=False)
         except ValueError as e:
             raise ValueError(f"{where} X: {e}") from None
-        y_v = _check_y(y_v, X_v.shape[0], f"{where} y")
+        y = check_y(y, X.shape[0], f"{where} y")
         try:
-            g = group_queries(qid_v, X_v.shape[0])
+            groups = group_queries(qid, X.shape[0])
         except ValueError as e:
             raise ValueError(f"{where}: {e}") from None
-        return _query_set(g.take(X_v), g.take(y_v), g.offsets, self.gain, f"{where} y")
+        return groups.take(X), label_gains(groups.take(y), self.gain, f"{where} y"), groups.offsets
 
     def _bin_thresholds(self, X, train_rows, rng):
         sample = train_rows
@@ -396,18 +397,14 @@ class LambdaMARTRanker(BaseEstimator):
             sample = train_rows[np.sort(rng.choice(train_rows.shape[0], _BINNING_SUBSAMPLE, replace=False))]
         return find_thresholds(X, self.max_bins, sample)
 
-    def _boost(self, codes, n_bins, thresholds, threshold_offsets, train, valid, rng):
-        n_rows = codes.shape[1]
-        offsets = train["offsets"]
-        n_queries = offsets.shape[0] - 1
-        n_features = codes.shape[0]
-        # One histogram block per thread of the fit (see lambdamart.histogram).
-        layout = make_layout(codes, n_bins, numba.get_num_threads())
-        gradients = self._gradient_step(train, rng)
-        valid_codes = [bin_features(v["X"], np.arange(v["X"].shape[0]), thresholds, threshold_offsets)
-                       for v in valid]
-        valid_scores = [np.zeros(v["y"].shape[0]) for v in valid]
-        valid_rows = [np.arange(v["y"].shape[0], dtype=np.int64) for v in valid]
+    def _boost(self, codes, n_bins, queries, objective, valid, rng, profile):
+        """The boosting rounds: the grown trees (cut back to the best round under early stopping)."""
+        n_features, n_rows = codes.shape
+        offsets = queries.offsets
+        n_queries = queries.n_queries
+        with _timed(profile, "binning"):
+            # One histogram block per thread of the fit (see lambdamart._engine.histogram).
+            layout = make_layout(codes, n_bins, numba.get_num_threads())
         stopping = bool(valid) and self.early_stopping is not False
         record = bool(valid) or self.verbose > 0
 
@@ -415,43 +412,46 @@ class LambdaMARTRanker(BaseEstimator):
         grad = np.zeros(n_rows)
         hess = np.zeros(n_rows)
         all_queries = np.arange(n_queries, dtype=np.int64)
+        all_rows = np.arange(n_rows, dtype=np.int64)
         all_features = np.arange(n_features, dtype=np.int64)
         n_tree_features = max(1, int(round(self.max_features * n_features)))
         n_tree_queries = max(1, int(round(self.subsample * n_queries)))
-        max_depth = -1 if self.max_depth is None else self.max_depth
-        workspace = make_workspace(n_rows, int(layout[0][-1]), self.max_leaf_nodes)
+        params = GrowthParams(max_leaf_nodes=self.max_leaf_nodes,
+                              max_depth=-1 if self.max_depth is None else self.max_depth,
+                              min_samples_leaf=self.min_samples_leaf, min_sum_hessian=float(self.min_sum_hessian),
+                              l2_regularization=float(self.l2_regularization),
+                              learning_rate=float(self.learning_rate))
+        workspace = make_workspace(n_rows, layout.total_bins, self.max_leaf_nodes)
 
         trees, train_score, valid_score = [], [], []
         best_score, best_iter = -np.inf, 0
         start_time = time.perf_counter()
         for it in range(self.n_estimators):
             if n_tree_queries < n_queries:
-                queries = np.sort(rng.choice(n_queries, n_tree_queries, replace=False))
-                rows = _query_rows(offsets, queries)
+                tree_queries = np.sort(rng.choice(n_queries, n_tree_queries, replace=False))
+                rows = _query_rows(offsets, tree_queries)
             else:
-                queries, rows = all_queries, np.arange(n_rows, dtype=np.int64)
+                tree_queries, rows = all_queries, all_rows.copy()
             features = all_features
             if n_tree_features < n_features:
                 features = np.sort(rng.choice(n_features, n_tree_features, replace=False)).astype(np.int64)
-            gradients(scores, queries, grad, hess)
-            tree = grow_tree(codes, n_bins, layout, features, grad, hess, rows, self.max_leaf_nodes, max_depth,
-                             self.min_samples_leaf, float(self.min_sum_hessian), float(self.l2_regularization),
-                             float(self.learning_rate), workspace)
-            feature, split_bin, missing_left, left, right, value, gain, count, node_start, node_stop = tree
-            add_leaf_values(scores, rows, feature, value, node_start, node_stop)
-            if rows.shape[0] < n_rows:
-                rest = np.setdiff1d(np.arange(n_rows, dtype=np.int64), rows, assume_unique=True)
-                add_tree_binned(codes, n_bins, feature, split_bin, missing_left, left, right, value, rest, scores)
-            for v_codes, v_scores, v_rows in zip(valid_codes, valid_scores, valid_rows):
-                add_tree_binned(v_codes, n_bins, feature, split_bin, missing_left, left, right, value, v_rows,
-                                v_scores)
-            trees.append(make_tree(feature, split_bin, missing_left, left, right, value, gain, count, thresholds,
-                                   threshold_offsets))
+            with _timed(profile, "gradients"):
+                objective.gradients(scores, tree_queries, grad, hess)
+            with _timed(profile, "tree_growth"):
+                tree = grow_tree(codes, n_bins, layout, features, grad, hess, rows, params, workspace)
+            with _timed(profile, "score_update"):
+                add_leaf_values(scores, rows, tree.feature, tree.value, tree.node_start, tree.node_stop)
+                if rows.shape[0] < n_rows:  # rows outside the subsample walk the tree
+                    add_tree_binned(codes, n_bins, tree, np.setdiff1d(all_rows, rows, assume_unique=True), scores)
+            trees.append(tree)
 
-            if record:
-                train_score.append(self._ndcg(train, scores))
-                if valid:
-                    valid_score.append(self._ndcg(valid[0], valid_scores[0]))
+            with _timed(profile, "validation"):
+                for v in valid:
+                    add_tree_binned(v.codes, n_bins, tree, np.arange(v.scores.shape[0]), v.scores)
+                if record:
+                    train_score.append(self._ndcg(queries.gains, offsets, scores))
+                    if valid:
+                        valid_score.append(self._ndcg(valid[0].gains, valid[0].offsets, valid[0].scores))
             if self.verbose and ((it + 1) % self.verbose == 0 or it + 1 == self.n_estimators):
                 self._print_progress(it, train_score, valid_score, start_time)
             if valid_score and valid_score[-1] > best_score + self.tol:
@@ -470,54 +470,9 @@ class LambdaMARTRanker(BaseEstimator):
         self.n_estimators_ = len(trees)
         return trees
 
-    def _gradient_step(self, train, rng):
-        """``step(scores, queries, grad, hess)``: fill λ and w of the listed queries for ``self.objective``."""
-        y, gains, offsets, weight = train["y"], train["gains"], train["offsets"], train["sample_weight"]
-        sigma = float(self.sigma)
-        objective = self.objective
-        if objective in ("lambdarank", "lambdarank_map"):
-            discounts = discount_table(int(np.diff(offsets).max(initial=1)))
-            if objective == "lambdarank_map":
-                # Binary relevance stands in for both the labels and the gains; the normaliser is 1/R.
-                y = gains = (y > self.relevance_threshold).astype(np.float64)
-                n_relevant = np.add.reduceat(y, offsets[:-1])
-                norm = np.divide(1.0, n_relevant, out=np.zeros_like(n_relevant), where=n_relevant > 0)
-            else:
-                norm = inverse_ideal_dcg(gains, offsets, discounts, self.truncation_level)
-            args = (discounts, norm, self.truncation_level, sigma, bool(self.pair_normalization),
-                    bool(self.query_normalization), objective == "lambdarank_map")
-            position = train["position"]
-            if position.shape[0] == 0:
-                no_bias = np.ones((2, 0))
-                return lambda s, q, g, h: lambdarank_gradients(s, gains, y, offsets, q, *args, position, no_bias,
-                                                               weight, g, h, no_bias)
-            # Unbiased LambdaMART: biases start at 1 and are re-estimated from every round's pair losses.
-            self.position_bias_ = np.ones((2, int(position.max())))
-            cost = np.zeros((2, position.shape[0]))
-
-            def unbiased(s, q, g, h):
-                cost[:] = 0.0
-                lambdarank_gradients(s, gains, y, offsets, q, *args, position, self.position_bias_, weight, g, h,
-                                     cost)
-                self.position_bias_ = update_position_bias(position, cost, self.position_bias_,
-                                                           float(self.position_bias_norm))
-            return unbiased
-        if objective == "ranknet":
-            def ranknet(s, q, g, h):
-                k = self.pairs_per_document
-                partners = np.zeros((0, 0), dtype=np.int64) if k is None else rng.randint(0, 2**31, (len(s), k))
-                ranknet_gradients(s, y, offsets, q, sigma, partners.astype(np.int64), weight, g, h)
-            return ranknet
-        if objective == "listnet":
-            return lambda s, q, g, h: listnet_gradients(s, gains, offsets, q, weight, g, h)
-        if objective == "listmle":
-            # Ties in labels are ordered at random, afresh every round.
-            return lambda s, q, g, h: listmle_gradients(s, y, offsets, q, rng.random_sample(len(s)), weight, g, h)
-        return lambda s, q, g, h: pointwise_gradients(s, y, offsets, q, weight, g, h)
-
-    def _ndcg(self, data, scores):
-        """NDCG@eval_at of scores laid out like ``data`` (queries without relevant documents count 1)."""
-        values = per_query(NDCG, data["gains"], data["gains"], scores, data["offsets"], self.eval_at, True)
+    def _ndcg(self, gains, offsets, scores):
+        """NDCG@eval_at of scores laid out by ``offsets`` (queries without relevant documents count 1)."""
+        values = per_query(NDCG, gains, gains, scores, offsets, self.eval_at, True)
         return float(np.mean(np.where(np.isnan(values), 1.0, values)))
 
     def _print_progress(self, it, train_score, valid_score, start_time):
@@ -545,13 +500,13 @@ class LambdaMARTRanker(BaseEstimator):
         ndarray of float64, shape (n_samples,)
         """
         check_is_fitted(self, "_trees")
-        X = _check_X(self, X, reset=False, ensure_min_samples=0)
+        X = check_X(self, X, reset=False, ensure_min_samples=0)
         t = self._trees
         args = (X, t["feature"], t["threshold"], t["missing_left"], t["left"], t["right"], t["value"],
                 t["tree_starts"])
         if X.shape[0] * max(t["tree_starts"].shape[0], 1) <= _SERIAL_PREDICT_WORK:
             return predict_serial(*args)
-        with _parallel_region(self.n_jobs):
+        with parallel_region(self.n_jobs):
             return predict_parallel(*args)
 
     def score(self, X, y, qid=None, sample_weight=None):
@@ -577,7 +532,7 @@ class LambdaMARTRanker(BaseEstimator):
         if qid is None:
             warnings.warn(_NO_QID_WARNING, UserWarning, stacklevel=2)
         scores = self.predict(X)
-        with _parallel_region(self.n_jobs):  # the metric kernel runs in parallel too
+        with parallel_region(self.n_jobs):  # the metric kernel runs in parallel too
             return ndcg(y, scores, qid, k=self.eval_at, gain=self.gain, sample_weight=sample_weight)
 
     @property
@@ -601,8 +556,9 @@ class LambdaMARTRanker(BaseEstimator):
         """Write the fitted model to a JSON file that :func:`lambdamart.load_model` reads without pickle.
 
         The file holds the parameters, feature names and every tree's split features, raw thresholds, children
-        and leaf values; the loaded ranker predicts bit-identically. See :mod:`lambdamart.model_io` for the
-        format. The file is written to a temporary name and renamed, so readers never see a partial file.
+        and leaf values (and ``position_bias_``, when learned); the loaded ranker predicts bit-identically. See
+        :mod:`lambdamart.model_io` for the format. The file is written to a temporary name and renamed, so readers
+        never see a partial file.
 
         Parameters
         ----------
@@ -614,125 +570,19 @@ class LambdaMARTRanker(BaseEstimator):
         self
         """
         check_is_fitted(self, "_trees")
-        model_io.save_model(self, path)
+        _model_format.write_model(self, path)
         return self
 
 
-def _check_X(estimator, X, reset, **kwargs):
-    """Validated float32/float64 features, dense and C-contiguous (one compiled layout per kernel).
 
-    NaN means missing and ±inf is a value, so neither is rejected. Sparse input is densified. Non-numeric columns
-    (pandas categorical, string, datetime; numpy object arrays holding text) raise an error naming the column, and a
-    DataFrame whose columns differ from fit's gets an error listing both.
-    """
-    if (not reset and type(X) is np.ndarray and X.ndim == 2 and (X.dtype == np.float32 or X.dtype == np.float64)
-            and 0 < X.shape[1] == getattr(estimator, "n_features_in_", None)
-            and X.shape[0] >= kwargs.get("ensure_min_samples", 1) and kwargs.keys() <= {"ensure_min_samples"}
-            and not hasattr(estimator, "feature_names_in_")):
-        # A plain native-endian float array of the fitted width, fitted without feature names, passes every check
-        # below unchanged and without a warning; skipping them saves ~40 µs a call (a 100-row query scores in ~120).
-        return np.ascontiguousarray(X)
-    _check_dataframe_dtypes(X)
+@contextmanager
+def _timed(profile, stage):
+    """Add the wall time of the block to ``profile[stage]`` (numba kernels return when their work is done)."""
+    start = time.perf_counter()
     try:
-        X_checked = validate_data(estimator, X, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),
-                                  ensure_all_finite=False, reset=reset, **kwargs)
-    except ValueError as e:
-        if not reset and "feature names" in str(e).lower() and hasattr(estimator, "feature_names_in_"):
-            raise ValueError(_feature_names_message(str(e), estimator.feature_names_in_, X)) from None
-        located = _locate_non_numeric(X)
-        if located is not None:
-            raise ValueError(located) from None
-        raise
-    return np.ascontiguousarray(X_checked.toarray() if sp.issparse(X_checked) else X_checked)
-
-
-_ENCODE_HINT = ("LambdaMARTRanker needs numeric features: encode the column first (e.g. with "
-                "sklearn.preprocessing.OrdinalEncoder or OneHotEncoder, or pandas' .cat.codes), or drop it.")
-
-
-# What pandas' infer_dtype calls an object column that holds only numbers (and missing values).
-_NUMERIC_INFERRED = {"integer", "floating", "mixed-integer-float", "decimal", "boolean", "empty", "integer-na"}
-
-
-def _check_dataframe_dtypes(X):
-    """Reject pandas columns that are not numbers, naming them (instead of numpy's 'could not convert' error)."""
-    dtypes = getattr(X, "dtypes", None)
-    columns = getattr(X, "columns", None)
-    if dtypes is None or columns is None or not hasattr(dtypes, "items"):
-        return
-    for column, dtype in dtypes.items():
-        kind = getattr(dtype, "kind", "O")
-        name = getattr(dtype, "name", str(dtype))
-        if name == "category":
-            raise ValueError(f"X column {column!r} is categorical (pandas 'category' dtype), which LambdaMARTRanker "
-                             f"does not split on. {_ENCODE_HINT} If its categories are numbers that are meaningful "
-                             f"as values, use X[{column!r}].astype(float).")
-        if kind in "mM":
-            raise ValueError(f"X column {column!r} holds dates or durations (dtype {name}). {_ENCODE_HINT} For a "
-                             f"date, a number such as days since a reference date works.")
-        if kind in "biuf":
-            continue
-        # Object and string columns: fine only if every value is a number (or missing).
-        from pandas.api.types import infer_dtype  # X is a DataFrame here, so pandas is installed
-
-        # infer_dtype scans the column in C; only a bad column pays for the Python search of its first bad value.
-        if infer_dtype(X[column], skipna=True) in _NUMERIC_INFERRED:
-            continue
-        values = np.asarray(X[column], dtype=object)
-        present = np.flatnonzero(np.asarray(X[column].notna()))
-        row = next((i for i in present if isinstance(values[i], (str, bytes))), None)
-        if row is None:
-            row = present[first_non_number(values[present])[0]]
-        value = values[row]
-        if isinstance(value, str):
-            raise ValueError(f"X column {column!r} holds text (dtype {name}; e.g. {value!r} at row {row}). "
-                             f"{_ENCODE_HINT} If the text is numbers, convert it with pd.to_numeric first.")
-        raise ValueError(f"X column {column!r} holds non-numeric values (dtype {name}; e.g. {value!r} at "
-                         f"row {row}). {_ENCODE_HINT}")
-
-
-def _locate_non_numeric(X):
-    """A message naming the first column and row of a 2-D array-like X whose value is not a number, or None."""
-    if sp.issparse(X) or hasattr(X, "dtypes") or getattr(getattr(X, "dtype", None), "kind", "O") in "biufc":
-        return None  # numeric arrays and sparse matrices; DataFrames were checked column by column
-    try:
-        X = np.asarray(X, dtype=object)
-    except Exception:  # ragged or otherwise not an array: scikit-learn's own message says why
-        return None
-    if X.ndim != 2:
-        return None
-    for j in range(X.shape[1]):
-        try:
-            X[:, j].astype(np.float64)
-        except (TypeError, ValueError):
-            i, value = first_non_number(X[:, j])
-            return f"X column {j} holds a non-numeric value ({value!r} at row {i}). {_ENCODE_HINT}"
-    return None
-
-
-def _feature_names_message(message, expected, X):
-    """scikit-learn's feature-name mismatch message, with the two column lists and the fix."""
-    got = getattr(X, "columns", None)
-    got = "no column names (a plain array)" if got is None else [str(c) for c in got]
-    return (f"{message.rstrip()}\nColumns at fit: {[str(c) for c in expected]}\nColumns given: {got}\nSelect "
-            f"the fit columns in the fit order, e.g. X[ranker.feature_names_in_].")
-
-
-def _check_y(y, n_samples, name):
-    """Relevance labels, one per row, as float64 (object arrays such as pandas nullable integers converted)."""
-    y_array = np.asarray(y)
-    if y_array.ndim != 1 or y_array.shape[0] != n_samples:
-        if y_array.ndim == 2 and y_array.shape == (n_samples, 1):
-            raise ValueError(f"{name} must be one-dimensional (one label per row), got shape {y_array.shape}; pass "
-                             f"y.ravel() or a single column.")
-        raise ValueError(f"{name} must be one label per row: X has {n_samples} rows, {name} has shape "
-                         f"{y_array.shape}.")
-    return check_labels(y_array, name)
-
-
-def _query_set(X, y, offsets, gain, name):
-    """A set of queries laid out contiguously, with the label gains (which also checks them)."""
-    return dict(X=X, y=y, offsets=offsets, gains=label_gains(y, gain, name))
+        yield
+    finally:
+        profile[stage] += time.perf_counter() - start
 
 
 def _select_queries(rows, offsets, keep):
@@ -748,38 +598,3 @@ def _query_rows(offsets, queries):
     sizes = offsets[queries + 1] - offsets[queries]
     starts = np.repeat(offsets[queries] - np.concatenate(([0], np.cumsum(sizes)[:-1])), sizes)
     return (starts + np.arange(sizes.sum())).astype(np.int64)
-
-
-def _thread_safe_layer():
-    """Whether numba's threading layer is known to allow concurrent parallel launches from several threads."""
-    try:
-        return numba.threading_layer() in ("tbb", "omp")
-    except ValueError:  # no parallel region has run yet, so no layer has been chosen
-        return False
-
-
-@contextmanager
-def _parallel_region(n_jobs):
-    """Run numba parallel kernels with ``n_jobs`` threads, serialised on layers that abort on concurrent launches."""
-    previous = numba.get_num_threads()
-    numba.set_num_threads(_n_threads(n_jobs))
-    try:
-        if _thread_safe_layer():
-            yield
-        else:
-            with _LAUNCH_LOCK:
-                yield
-    finally:
-        numba.set_num_threads(previous)
-
-
-def _n_threads(n_jobs):
-    """Thread count for ``n_jobs``, with joblib's convention: None or -1 all cores, -2 all but one, ..."""
-    available = numba.config.NUMBA_NUM_THREADS
-    if n_jobs == 0:
-        raise ValueError("n_jobs == 0 has no meaning; use None or -1 for all cores, or a positive thread count.")
-    if n_jobs is None:
-        return available
-    if n_jobs < 0:
-        return max(1, available + 1 + n_jobs)
-    return min(n_jobs, available)

@@ -5,8 +5,8 @@ to route ``qid`` to it (the equivalent of ``scorer.set_score_request(qid=True)``
 also works when routing is enabled later) and refuses to score without one.
 """
 
+import sklearn
 from sklearn.metrics import make_scorer
-from sklearn.utils.metadata_routing import MetadataRequest
 
 from . import metrics
 
@@ -52,12 +52,10 @@ def make_ranking_scorer(metric, greater_is_better=True, **kwargs):
     if "qid" in kwargs:
         raise ValueError("qid is routed per call as metadata; do not fix it in make_ranking_scorer.")
     scorer = make_scorer(_QidRequired(metric), greater_is_better=greater_is_better, **kwargs)
-    # set_score_request() refuses to run while routing is disabled, so the request is recorded directly; it is
-    # the same object set_score_request(qid=True) would build.
-    request = MetadataRequest(owner=scorer)
-    request.score.add_request(param="qid", alias=True)
-    scorer._metadata_request = request
-    return scorer
+    # set_score_request() refuses to run while routing is disabled; enabling it for this one call records the
+    # request on the scorer, where it takes effect whenever the user enables routing.
+    with sklearn.config_context(enable_metadata_routing=True):
+        return scorer.set_score_request(qid=True)
 
 
 def ndcg_scorer(k=10, **metric_kwargs):

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from lambdamart._sort import descending_order
-from lambdamart.objective import (_general_pairs, _ndcg_pairs, discount_table, inverse_ideal_dcg,
-                                  lambdarank_gradients)
+from lambdamart._objectives.lambdarank import (_general_pairs, _ndcg_pairs, discount_table, inverse_ideal_dcg,
+                                              lambdarank_gradients)
 
 TABLE = np.array([0.0, 1.0, 3.0, 7.5, 20.0])  # an arbitrary gain table for labels 0..4
 

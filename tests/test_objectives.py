@@ -5,14 +5,10 @@ import pytest
 
 from lambdamart import LambdaMARTRanker
 from lambdamart.metrics import mean_average_precision, ndcg
-from lambdamart.objective import (
-    discount_table,
-    lambdarank_gradients,
-    listmle_gradients,
-    listnet_gradients,
-    pointwise_gradients,
-    ranknet_gradients,
-)
+from lambdamart._objectives.lambdarank import discount_table, lambdarank_gradients
+from lambdamart._objectives.listwise import listmle_gradients, listnet_gradients
+from lambdamart._objectives.pairwise import ranknet_gradients
+from lambdamart._objectives.pointwise import pointwise_gradients
 
 SIGMA = 1.3
 

@@ -19,8 +19,8 @@ from sklearn.exceptions import NotFittedError
 import lambdamart
 import lambdamart.ranker
 from lambdamart import InconsistentVersionWarning, LambdaMARTRanker, load_model
-from lambdamart import model_io
-from lambdamart.ensemble import NODE_DTYPES
+from lambdamart import _model_format, model_io
+from lambdamart._engine.tree import NODE_DTYPES
 
 FAST = dict(n_estimators=8, max_leaf_nodes=6, min_samples_leaf=3, learning_rate=0.3, n_jobs=1)
 FITTED = ("n_features_in_", "n_estimators_", "n_iter_", "best_iteration_", "train_score_", "validation_score_")
@@ -118,7 +118,7 @@ _FRESH_PROCESS = textwrap.dedent("""
     from numba.core.event import install_recorder
 
     import lambdamart
-    from lambdamart.predict import predict_parallel, predict_serial
+    from lambdamart._engine.predict import predict_parallel, predict_serial
 
     kind, model_path, small_path, big_path, out_path = sys.argv[1:]
     if kind == "json":
@@ -252,8 +252,8 @@ def test_model_file_is_strict_documented_json(tmp_path, model):
 
 
 def test_trees_fields_match_the_format():
-    # A new field in the fitted trees must come with a new format version (model_io._TREE_FIELDS).
-    assert set(model_io._TREE_FIELDS) == {"tree_starts"} | set(NODE_DTYPES)
+    # A new field in the fitted trees must come with a new format version (_model_format._TREE_FIELDS).
+    assert set(_model_format._TREE_FIELDS) == {"tree_starts"} | set(NODE_DTYPES)
 
 
 def test_unknown_tree_field_in_a_model_refuses_to_save(tmp_path, model):

@@ -402,14 +402,15 @@ def test_missing_values_are_learned_and_predicted():
 def test_verbose_prints_progress(capsys, data):
     X, y, qid = data
     fit(X, y, qid, n_estimators=10, verbose=5)
-    lines = capsys.readouterr().out.strip().splitlines()
+    *lines, profile = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == 2
     assert lines[0].startswith("[5/10]") and lines[1].startswith("[10/10]")
     assert all("train NDCG@10" in line for line in lines)
+    assert profile.startswith("fit profile: binning") and "tree_growth" in profile
     X_v, y_v, q_v = make_data(10)
     ranker = small(n_estimators=3, verbose=1, eval_at=5)
     ranker.fit(X, y, qid, eval_set=[(X_v, y_v, q_v)])
-    lines = capsys.readouterr().out.strip().splitlines()
+    *lines, profile = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == 3 and all("valid NDCG@5" in line for line in lines)
     assert ranker.train_score_.shape == (3,)
     fit(X, y, qid, verbose=0)

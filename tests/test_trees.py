@@ -4,11 +4,11 @@ ensemble/predict), with a brute-force best-first tree written over raw sorted va
 import numpy as np
 import pytest
 
-from lambdamart.binning import MIN_SAMPLES_PER_BIN, bin_features, find_thresholds
-from lambdamart.ensemble import concatenate_trees, make_tree
-from lambdamart.grower import add_leaf_values, grow_tree, make_workspace
-from lambdamart.histogram import SPARSE_SHARE, build_block, make_layout, new_histograms, subtract_feature
-from lambdamart.predict import add_tree_binned, predict_parallel, predict_serial
+from lambdamart._engine.binning import MIN_SAMPLES_PER_BIN, bin_features, find_thresholds
+from lambdamart._engine.tree import concatenate_trees, make_tree
+from lambdamart._engine.grower import GrowthParams, add_leaf_values, grow_tree, make_workspace
+from lambdamart._engine.histogram import SPARSE_SHARE, build_block, make_layout, new_histograms, subtract_feature
+from lambdamart._engine.predict import add_tree_binned, predict_parallel, predict_serial
 
 # ---------------------------------------------------------------- helpers
 
@@ -35,9 +35,11 @@ def grow_binned(codes, n_bins, grad, hess, max_leaf_nodes, max_depth=-1, min_sam
     if features is None:
         features = np.arange(codes.shape[0], dtype=np.int64)
     rows = np.arange(codes.shape[1], dtype=np.int64)
-    out = grow_tree(codes, n_bins, layout, features, grad.astype(np.float64), hess.astype(np.float64), rows,
-                    max_leaf_nodes, max_depth, min_samples_leaf, float(min_sum_hessian), float(l2),
-                    float(learning_rate), make_workspace(codes.shape[1], int(layout[0][-1]), max_leaf_nodes))
+    params = GrowthParams(max_leaf_nodes=max_leaf_nodes, max_depth=max_depth, min_samples_leaf=min_samples_leaf,
+                          min_sum_hessian=float(min_sum_hessian), l2_regularization=float(l2),
+                          learning_rate=float(learning_rate))
+    out = grow_tree(codes, n_bins, layout, features, grad.astype(np.float64), hess.astype(np.float64), rows, params,
+                    make_workspace(codes.shape[1], layout.total_bins, max_leaf_nodes))
     return out, rows
 
 
@@ -47,8 +49,7 @@ def grow(X, grad, hess, max_leaf_nodes=2, max_depth=-1, min_samples_leaf=1, min_
     thresholds, offsets, codes, n_bins = binned(X, max_bins)
     out, rows = grow_binned(codes, n_bins, grad, hess, max_leaf_nodes, max_depth, min_samples_leaf, min_sum_hessian,
                             l2, learning_rate, features, n_blocks)
-    feature, split_bin, missing_left, left, right, value, gain, count, node_start, node_stop = out
-    tree = make_tree(feature, split_bin, missing_left, left, right, value, gain, count, thresholds, offsets)
+    tree = make_tree(out, thresholds, offsets)
     return dict(tree=tree, raw=out, rows=rows, codes=codes, n_bins=n_bins, thresholds=thresholds, offsets=offsets)
 
 
@@ -171,7 +172,7 @@ def brute_force_tree(X, grad, hess, max_leaf_nodes, max_depth=-1, min_samples_le
 def kernel_node_rows(result):
     """Rows of every node of a grown tree (node_start/node_stop slices of the partitioned rows)."""
     raw = result["raw"]
-    node_start, node_stop = raw[8], raw[9]
+    node_start, node_stop = raw.node_start, raw.node_stop
     return [np.sort(result["rows"][node_start[i]:node_stop[i]]) for i in range(node_start.shape[0])]
 
 
@@ -369,7 +370,7 @@ def _histogram_data(seed, n=400):
 
 def build_histogram(codes, layout, rows, ordered_grad, ordered_hess, sum_grad, sum_hess, hist):
     """The whole histogram of a node, block after block, as the grower builds it (there, one thread per block)."""
-    for k in range(layout[1].size - 1):
+    for k in range(layout.n_blocks):
         build_block(codes, layout, k, rows, ordered_grad, ordered_hess, sum_grad, sum_hess, float(rows.size), hist)
 
 
@@ -385,8 +386,8 @@ def _direct_histogram(codes, n_bins, bin_offsets, rows, grad, hess):
 def test_histogram_subtraction_equals_direct_build():
     rng, (thresholds, offsets, codes, n_bins) = _histogram_data(5)
     layout = make_layout(codes, n_bins, 2)
-    bin_offsets = layout[0]
-    assert np.sum(layout[-1] >= 0) >= 4, "the data should exercise sparse features"
+    bin_offsets = layout.bin_offsets
+    assert np.sum(layout.mode_bin >= 0) >= 4, "the data should exercise sparse features"
     grad, hess = rng.normal(size=400), rng.uniform(0.1, 1.0, 400)
     parent_rows = np.sort(rng.choice(400, 300, replace=False)).astype(np.int64)
     in_child = rng.random(300) < 0.35
@@ -416,10 +417,10 @@ def test_histogram_layout_does_not_change_the_sums():
     hists = []
     for n_blocks in (1, 2, 3, 7, 50):
         layout = make_layout(codes, n_bins, n_blocks)
-        block_features = layout[1]
+        block_features = layout.block_features
         assert block_features[0] == 0 and block_features[-1] == codes.shape[0]
         assert np.all(np.diff(block_features) > 0) and block_features.size - 1 <= n_blocks
-        hist = new_histograms(1, layout[0][-1])[0]
+        hist = new_histograms(1, layout.total_bins)[0]
         hist[:] = np.nan
         build_histogram(codes, layout, rows, grad[rows], hess[rows], grad[rows].sum(), hess[rows].sum(), hist)
         hists.append(hist)
@@ -428,9 +429,9 @@ def test_histogram_layout_does_not_change_the_sums():
         np.testing.assert_array_equal(hist, hists[0])
     # Sparse: the concentrated features, and as many more as keep the dense ones in whole groups of four per block.
     share = np.array([np.bincount(c).max() for c in codes]) / codes.shape[1]
-    listed = layout[-1] >= 0
+    listed = layout.mode_bin >= 0
     assert np.all(listed[share >= SPARSE_SHARE]) and 0 <= listed.sum() - (share >= SPARSE_SHARE).sum() <= 3
-    assert np.all(np.diff(layout[3]) % 4 == 0)
+    assert np.all(np.diff(layout.block_dense) % 4 == 0)
 
 
 def test_tree_does_not_depend_on_the_histogram_blocks():
@@ -449,7 +450,7 @@ def test_histogram_layout_blocks_respect_the_uint16_bin_range():
     codes[::2] = np.where(rng.random((150, 500)) < 0.9, 0, codes[::2])  # half of them sparse
     n_bins = np.full(300, 255, dtype=np.int64)
     layout = make_layout(codes, n_bins, 1)
-    bin_offsets, block_features = layout[0], layout[1]
+    bin_offsets, block_features = layout.bin_offsets, layout.block_features
     assert block_features.size - 1 >= 2
     assert np.all(bin_offsets[block_features[1:]] - bin_offsets[block_features[:-1]] <= 1 << 16)
     rows = np.arange(500, dtype=np.int64)
@@ -535,7 +536,7 @@ def test_leaves_partition_rows_and_values_are_newton_steps():
     # add_leaf_values adds each leaf's value to its rows: the same as predicting the training rows.
     scores = np.zeros(y.size)
     raw = result["raw"]
-    add_leaf_values(scores, result["rows"], raw[0], raw[5], raw[8], raw[9])
+    add_leaf_values(scores, result["rows"], raw.feature, raw.value, raw.node_start, raw.node_stop)
     np.testing.assert_array_equal(scores, predict_one_tree(tree, X))
 
 
@@ -672,10 +673,8 @@ def test_predict_serial_parallel_and_binned_agree():
         grad = -(y - 0.5 * t)
         hess = rng.uniform(0.5, 1.5, 600)
         out, _ = grow_binned(codes, n_bins, grad, hess, 15, -1, 5, 1e-3, 0.5, 0.1)
-        feature, split_bin, missing_left, left, right, value = out[:6]
-        trees.append(make_tree(*out[:8], thresholds, offsets))
-        add_tree_binned(test_codes, n_bins, feature, split_bin, missing_left, left, right, value,
-                        np.arange(X_test.shape[0], dtype=np.int64), binned_scores)
+        trees.append(make_tree(out, thresholds, offsets))
+        add_tree_binned(test_codes, n_bins, out, np.arange(X_test.shape[0], dtype=np.int64), binned_scores)
     ens = concatenate_trees(trees)
     args = (ens["feature"], ens["threshold"], ens["missing_left"], ens["left"], ens["right"], ens["value"],
             ens["tree_starts"])
@@ -688,8 +687,8 @@ def test_predict_serial_parallel_and_binned_agree():
     part = np.zeros(X_test.shape[0])
     some = np.arange(0, X_test.shape[0], 3, dtype=np.int64)
     out, _ = grow_binned(codes, n_bins, -y, np.ones(600), 15, -1, 5, 1e-3, 0.0, 0.1)
-    add_tree_binned(test_codes, n_bins, out[0], out[1], out[2], out[3], out[4], out[5], some, part)
-    full = predict_one_tree(make_tree(*out[:8], thresholds, offsets), X_test)
+    add_tree_binned(test_codes, n_bins, out, some, part)
+    full = predict_one_tree(make_tree(out, thresholds, offsets), X_test)
     np.testing.assert_array_equal(part[some], full[some])
     assert np.all(np.delete(part, some) == 0.0)
 

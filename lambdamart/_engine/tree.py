@@ -1,4 +1,4 @@
-"""The fitted model: all trees in flat numpy arrays, one entry per node.
+"""Tree records: the fitted model's trees in flat numpy arrays, one entry per node.
 
 Node ``i`` is a leaf when ``left[i] == -1`` and then holds ``value[i]``; otherwise rows with
 ``x[feature[i]] <= threshold[i]`` go to ``left[i]``, larger values to ``right[i]``, NaN to the side
@@ -12,8 +12,10 @@ NODE_DTYPES = dict(feature=np.int32, threshold=np.float64, missing_left=np.bool_
                    value=np.float64, gain=np.float64, count=np.int64)
 
 
-def make_tree(feature, split_bin, missing_left, left, right, value, gain, count, thresholds, threshold_offsets):
-    """One tree's node arrays, with each split's bin turned into the raw feature value it stands for."""
+def make_tree(grown, thresholds, threshold_offsets):
+    """The node arrays (``NODE_DTYPES`` fields) of a :class:`~.grower.GrownTree`, with each split's bin turned into
+    the raw feature value it stands for (see :func:`~.binning.find_thresholds`)."""
+    feature, split_bin = grown.feature, grown.split_bin
     split = feature >= 0
     f = np.where(split, feature, 0)
     first = threshold_offsets[f]
@@ -24,8 +26,8 @@ def make_tree(feature, split_bin, missing_left, left, right, value, gain, count,
     threshold = np.full(feature.shape[0], np.inf)
     threshold[has_threshold] = thresholds[(first + split_bin)[has_threshold]]
     threshold[~split] = np.nan
-    return dict(feature=feature, threshold=threshold, missing_left=missing_left, left=left, right=right,
-                value=value, gain=gain, count=count)
+    return dict(feature=feature, threshold=threshold, missing_left=grown.missing_left, left=grown.left,
+                right=grown.right, value=grown.value, gain=grown.gain, count=grown.count)
 
 
 def concatenate_trees(trees):

@@ -19,6 +19,8 @@ Histograms are built with a *layout* made once per fit (:func:`make_layout`):
   a multiple of four are stored so too.
 """
 
+from typing import NamedTuple
+
 import numpy as np
 from llvmlite import ir
 from numba import njit, prange, types
@@ -33,6 +35,47 @@ _PREFETCH_DISTANCE = 16
 _MAX_BLOCK_BINS = 1 << 16
 # Rows sampled to find each feature's most frequent bin (any choice is correct; a good one saves work).
 _MODE_SAMPLE = 100_000
+
+
+class HistogramLayout(NamedTuple):
+    """How the bin codes are laid out for histogram building (see the module docstring); made by :func:`make_layout`.
+
+    A named tuple of arrays, so numba kernels (also parallel ones) take it as it is.
+
+    Attributes
+    ----------
+    bin_offsets : int64 array (n_features + 1,)
+        Feature ``f`` owns histogram rows ``bin_offsets[f]:bin_offsets[f + 1]`` (value bins, then missing bin).
+    block_features : int64 array (n_blocks + 1,)
+        Block ``k`` owns features ``block_features[k]:block_features[k + 1]``.
+    dense_features : int64 array
+        The dense features, in order; block ``k`` has ``dense_features[block_dense[k]:block_dense[k + 1]]``.
+    block_dense : int64 array (n_blocks + 1,)
+    sparse_ptr : int64 array (n_blocks, n_rows + 1)
+        Row ``r``'s sparse entries in block ``k`` are ``sparse_bin[sparse_ptr[k, r]:sparse_ptr[k, r + 1]]``.
+    sparse_bin : uint16 array
+        Bins of the sparse entries, relative to their block's first bin.
+    mode_bin : int64 array (n_features,)
+        The bin a sparse feature leaves out of its lists (its most frequent); -1 for a dense feature.
+    """
+
+    bin_offsets: np.ndarray
+    block_features: np.ndarray
+    dense_features: np.ndarray
+    block_dense: np.ndarray
+    sparse_ptr: np.ndarray
+    sparse_bin: np.ndarray
+    mode_bin: np.ndarray
+
+    @property
+    def total_bins(self):
+        """Rows of a histogram: all features' value and missing bins."""
+        return int(self.bin_offsets[-1])
+
+    @property
+    def n_blocks(self):
+        """Number of feature blocks (threads share the work block by block)."""
+        return self.block_features.shape[0] - 1
 
 
 def bin_offsets_for(n_bins):
@@ -55,12 +98,7 @@ def make_layout(codes, n_bins, n_blocks):
 
     Returns
     -------
-    layout : tuple
-        ``(bin_offsets, block_features, dense_features, block_dense, sparse_ptr, sparse_bin, mode_bin)``:
-        block ``k`` owns features ``block_features[k]:block_features[k + 1]``, among them the dense features
-        ``dense_features[block_dense[k]:block_dense[k + 1]]``, and for row ``r`` the sparse entries
-        ``sparse_bin[sparse_ptr[k, r]:sparse_ptr[k, r + 1]]`` (bins relative to the block's first bin);
-        ``mode_bin[f]`` is the bin a sparse feature leaves out, -1 for a dense feature.
+    HistogramLayout
     """
     n_features, n_rows = codes.shape
     bin_offsets = bin_offsets_for(n_bins)
@@ -81,7 +119,8 @@ def make_layout(codes, n_bins, n_blocks):
     block_dense = np.searchsorted(dense_features, block_features).astype(np.int64)
     sparse_ptr, sparse_bin = _sparse_rows(codes, bin_offsets, block_features, sparse_features,
                                           np.searchsorted(sparse_features, block_features), mode_bin)
-    return bin_offsets, block_features, dense_features, block_dense, sparse_ptr, sparse_bin, mode_bin
+    return HistogramLayout(bin_offsets=bin_offsets, block_features=block_features, dense_features=dense_features,
+                           block_dense=block_dense, sparse_ptr=sparse_ptr, sparse_bin=sparse_bin, mode_bin=mode_bin)
 
 
 def _cut_blocks(work, dense, bin_offsets, n_blocks):
@@ -233,10 +272,11 @@ def _accumulate_sparse(hist, rows, ordered_grad, ordered_hess, ptr, sparse_bin, 
 def build_block(codes, layout, k, rows, ordered_grad, ordered_hess, sum_grad, sum_hess, count, hist):
     """Histograms of block ``k``'s features for the node whose rows are ``rows`` (λ ``ordered_grad[i]`` for row
     ``rows[i]``) and whose totals are ``sum_grad``, ``sum_hess`` and ``count``."""
-    bin_offsets, block_features, dense_features, block_dense, sparse_ptr, sparse_bin, mode_bin = layout
+    bin_offsets, dense_features, mode_bin = layout.bin_offsets, layout.dense_features, layout.mode_bin
+    block_dense = layout.block_dense
     if hist.shape[1] != 4:
         raise ValueError("a histogram has 4 columns (see new_histograms)")
-    f0, f1 = block_features[k], block_features[k + 1]
+    f0, f1 = layout.block_features[k], layout.block_features[k + 1]
     base = bin_offsets[f0]
     hist[base:bin_offsets[f1], :] = 0.0
     d = block_dense[k]
@@ -248,7 +288,7 @@ def build_block(codes, layout, k, rows, ordered_grad, ordered_hess, sum_grad, su
     for d in range(d, block_dense[k + 1]):  # only where a block had to be cut inside a group of four
         f = dense_features[d]
         _accumulate_one(hist, rows, ordered_grad, ordered_hess, codes[f], bin_offsets[f])
-    _accumulate_sparse(hist, rows, ordered_grad, ordered_hess, sparse_ptr[k], sparse_bin, base)
+    _accumulate_sparse(hist, rows, ordered_grad, ordered_hess, layout.sparse_ptr[k], layout.sparse_bin, base)
     for f in range(f0, f1):
         if mode_bin[f] >= 0:
             skipped = bin_offsets[f] + mode_bin[f]

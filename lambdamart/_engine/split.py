@@ -5,6 +5,8 @@
 subject to ``min_samples_leaf`` rows and ``min_sum_hessian`` weight on each side.
 """
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
@@ -72,30 +74,72 @@ def feature_best_split(hist, base, n_value_bins, sum_grad, sum_hess, count, l2, 
     return best_gain, best_bin, best_missing_left, best_g, best_h, best_n
 
 
+class Split(NamedTuple):
+    """The best split of a node: where it cuts and the λ, w and row sums of its left child.
+
+    ``gain`` is -inf when no split is admissible (then the other fields mean nothing). Rows with bin code
+    ``<= bin`` of ``feature`` go left, and missing values go left when ``missing_left``.
+    """
+
+    gain: float
+    feature: int
+    bin: int
+    missing_left: bool
+    left_grad: float
+    left_hess: float
+    left_count: float
+
+
+class FeatureSplits(NamedTuple):
+    """The best split on each feature, for one or more nodes: every array is (n_nodes, n_features).
+
+    Filled feature by feature (each by the thread that built that feature's histogram) with
+    :func:`store_feature_split`; :func:`best_of` then picks a node's best feature.
+    """
+
+    gain: np.ndarray
+    bin: np.ndarray
+    missing_left: np.ndarray
+    left_grad: np.ndarray
+    left_hess: np.ndarray
+    left_count: np.ndarray
+
+
 @njit(cache=True)
-def store_feature_split(results, k, hist, base, n_value_bins, sum_grad, sum_hess, count, l2, min_samples_leaf,
+def new_feature_splits(n_nodes, n_features):
+    """Empty :class:`FeatureSplits` for ``n_nodes`` nodes (gains -inf: no split found yet)."""
+    shape = (n_nodes, n_features)
+    return FeatureSplits(np.full(shape, -np.inf), np.zeros(shape, dtype=np.int64), np.zeros(shape, dtype=np.bool_),
+                         np.zeros(shape), np.zeros(shape), np.zeros(shape))
+
+
+@njit(cache=True)
+def store_feature_split(splits, node, f, hist, base, n_value_bins, sum_grad, sum_hess, count, l2, min_samples_leaf,
                         min_sum_hessian):
-    """Write the best split on the histogram of one feature into row ``k`` of ``results`` (see :func:`best_of`)."""
+    """Write the best split of ``node`` on feature ``f`` (histogram rows from ``base``) into ``splits``."""
     gain, b, missing_left, g, h, c = feature_best_split(hist, base, n_value_bins, sum_grad, sum_hess, count, l2,
                                                         min_samples_leaf, min_sum_hessian)
-    results[k, 0] = gain
-    results[k, 1] = b
-    results[k, 2] = 1.0 if missing_left else 0.0
-    results[k, 3] = g
-    results[k, 4] = h
-    results[k, 5] = c
+    splits.gain[node, f] = gain
+    splits.bin[node, f] = b
+    splits.missing_left[node, f] = missing_left
+    splits.left_grad[node, f] = g
+    splits.left_hess[node, f] = h
+    splits.left_count[node, f] = c
 
 
 @njit(cache=True)
-def best_of(results, features):
-    """The best of the per-feature splits ``results[f]`` for f in ``features``: (gain, feature, bin, missing_left,
-    left λ sum, left w sum, left count). Ties in gain go to the lowest feature index (``features`` is sorted), so the
-    result does not depend on the thread count; a gain of -inf means no admissible split."""
+def best_of(splits, node, features):
+    """The best of ``node``'s per-feature splits over ``features`` (sorted), as a :class:`Split`.
+
+    Ties in gain go to the lowest feature index, so the result does not depend on the thread count; a gain of
+    -inf means no admissible split.
+    """
     if features.shape[0] == 0:
-        return -np.inf, -1, -1, False, 0.0, 0.0, 0.0
+        return Split(-np.inf, -1, -1, False, 0.0, 0.0, 0.0)
+    gains = splits.gain[node]
     best = features[0]
     for f in features[1:]:
-        if results[f, 0] > results[best, 0]:
+        if gains[f] > gains[best]:
             best = f
-    r = results[best]
-    return r[0], best, int(r[1]), r[2] != 0.0, r[3], r[4], r[5]
+    return Split(gains[best], best, splits.bin[node, best], splits.missing_left[node, best],
+                 splits.left_grad[node, best], splits.left_hess[node, best], splits.left_count[node, best])

@@ -1,21 +1,14 @@
-"""Ranking objectives: per query, gradients λ and positive second-order weights w of every document.
+"""LambdaMART: pairs of documents weighted by the change in NDCG (or AP) that swapping them would cause.
 
-All objectives share one contract (DESIGN §3): rows are laid out query by query (see ``_queries``), query ``q``
-owning ``offsets[q]:offsets[q + 1]``; a kernel fills ``grad`` and ``hess`` for the queries listed in
-``query_indices`` from the current scores, leaves other rows untouched, and multiplies by ``sample_weight`` (empty
-for none). They are pure functions of the scores, so the boosting loop may call them on any subset of queries.
-
-- ``lambdarank_gradients``: LambdaMART, pairs weighted by |ΔNDCG| (or |ΔAP| with binary relevance).
-- ``ranknet_gradients``: the pairwise logistic loss of RankNet over pairs with different labels.
-- ``listnet_gradients``: ListNet's cross entropy between top-one probabilities of labels and of scores.
-- ``listmle_gradients``: ListMLE's negative Plackett-Luce log-likelihood of the label order.
-- ``pointwise_gradients``: squared error on the labels, a baseline.
+The λ and w formulas, the truncation, the two normalisations (by |Δscore| per pair, by log2(1 + Σ|λ|) / Σ|λ| per
+query) and Unbiased LambdaMART's position biases are written out in ``docs/design.md`` ("Objectives").
 """
 
 import numpy as np
 from numba import njit, prange
 
-from ._sort import descending_order
+from .._sort import descending_order
+from .base import Objective, apply_sample_weight
 
 
 def discount_table(max_query_size):
@@ -218,7 +211,7 @@ def _query_lambdas(scores, gains, labels, discounts, inv_idcg, truncation_level,
 def lambdarank_gradients(scores, gains, labels, offsets, query_indices, discounts, inv_idcg, truncation_level,
                          sigma, pair_normalization, query_normalization, average_precision, position, position_bias,
                          sample_weight, grad, hess, bias_cost):
-    """LambdaMART λ and w for the queries in ``query_indices`` (DESIGN §3).
+    """LambdaMART λ and w for the queries in ``query_indices``.
 
     With ``average_precision``, pairs are weighted by |ΔAP| instead of |ΔNDCG|: ``gains`` must hold 0/1 relevance
     and ``inv_idcg`` 1/R per query (0 for a query without a relevant document). ``position`` (empty for none),
@@ -231,7 +224,7 @@ def lambdarank_gradients(scores, gains, labels, offsets, query_indices, discount
                        inv_idcg[query_indices[k]], truncation_level, sigma, pair_normalization, query_normalization,
                        average_precision, position[start:stop], position_bias, grad[start:stop],
                        hess[start:stop], bias_cost[:, start:stop])
-        _weigh(sample_weight, start, stop, grad, hess)
+        apply_sample_weight(sample_weight, start, stop, grad, hess)
 
 
 def update_position_bias(position, bias_cost, position_bias, norm):
@@ -252,123 +245,59 @@ def update_position_bias(position, bias_cost, position_bias, norm):
     return updated
 
 
-@njit(cache=True)
-def _weigh(sample_weight, start, stop, grad, hess):
-    if sample_weight.shape[0] > 0:
-        for i in range(start, stop):
-            grad[i] *= sample_weight[i]
-            hess[i] *= sample_weight[i]
+class LambdaRank(Objective):
+    """LambdaMART: pairs weighted by |ΔNDCG@truncation_level| (LightGBM's ``lambdarank``).
 
-
-@njit(cache=True)
-def _pair_terms(sigma, delta_score):
-    """RankNet's λ and w of one pair: σρ and σ²ρ(1-ρ) with ρ = 1 / (1 + exp(σΔs)), Δs = s_high - s_low."""
-    rho = 1.0 / (1.0 + np.exp(sigma * delta_score))
-    return sigma * rho, sigma * sigma * rho * (1.0 - rho)
-
-
-@njit(cache=True, parallel=True)
-def ranknet_gradients(scores, labels, offsets, query_indices, sigma, partners, sample_weight, grad, hess):
-    """RankNet: loss Σ log(1 + exp(-σ(s_h - s_o))) over pairs where h has the higher label.
-
-    ``partners`` is empty for all pairs with different labels (O(n²) per query), or a (n_samples, k) array of
-    random integers: row i is then paired with the documents ``(i + 1 + partners[i, m] % (n - 1)) % n`` of its
-    query (O(n·k)); pairs with equal labels are skipped.
+    With ``position`` in the training queries it is Unbiased LambdaMART: click and non-click biases per displayed
+    position start at 1, divide every pair's λ and w, and are re-estimated from each round's pair losses; the
+    final ones are handed back as the estimator's ``position_bias_``.
     """
-    sampled = partners.shape[0] > 0
-    for k in prange(query_indices.shape[0]):
-        start, stop = offsets[query_indices[k]], offsets[query_indices[k] + 1]
-        n = stop - start
-        grad[start:stop] = 0.0
-        hess[start:stop] = 0.0
-        for a in range(n):
-            if sampled:
-                n_partners = partners.shape[1] if n > 1 else 0
-            else:
-                n_partners = n - a - 1
-            for m in range(n_partners):
-                if sampled:
-                    b = (a + 1 + partners[start + a, m] % (n - 1)) % n
-                else:
-                    b = a + 1 + m
-                la, lb = labels[start + a], labels[start + b]
-                if la == lb:
-                    continue
-                high, low = (start + a, start + b) if la > lb else (start + b, start + a)
-                lam, w = _pair_terms(sigma, scores[high] - scores[low])
-                grad[high] -= lam
-                grad[low] += lam
-                hess[high] += w
-                hess[low] += w
-        _weigh(sample_weight, start, stop, grad, hess)
+
+    name = "lambdarank"
+    supports_position = True
+
+    def __init__(self, queries, params, rng):
+        super().__init__(queries, params, rng)
+        self._discounts = discount_table(int(np.diff(queries.offsets).max(initial=1)))
+        self._labels, self._gains, self._normalizer = self._pair_weights(queries)
+        self._debias = queries.position.shape[0] > 0
+        n_positions = int(queries.position.max()) if self._debias else 0
+        self.position_bias = np.ones((2, n_positions))
+        self._bias_cost = np.zeros((2, queries.position.shape[0]))
+
+    def _pair_weights(self, queries):
+        """Labels and gains that weigh the pairs, and the per-query normaliser (1 / IDCG)."""
+        truncation = self.params["truncation_level"]
+        return queries.labels, queries.gains, inverse_ideal_dcg(queries.gains, queries.offsets, self._discounts,
+                                                                truncation)
+
+    def gradients(self, scores, query_indices, grad, hess):
+        q, p = self.queries, self.params
+        self._bias_cost[:] = 0.0
+        lambdarank_gradients(scores, self._gains, self._labels, q.offsets, query_indices, self._discounts,
+                             self._normalizer, p["truncation_level"], float(p["sigma"]),
+                             bool(p["pair_normalization"]), bool(p["query_normalization"]),
+                             self.name == "lambdarank_map", q.position, self.position_bias, q.sample_weight, grad,
+                             hess, self._bias_cost)
+        if self._debias:
+            self.position_bias = update_position_bias(q.position, self._bias_cost, self.position_bias,
+                                                      float(p["position_bias_norm"]))
+
+    def fitted_attributes(self):
+        return {"position_bias_": self.position_bias} if self._debias else {}
 
 
-@njit(cache=True)
-def _softmax(x):
-    e = np.exp(x - x.max())
-    return e / e.sum()
+class LambdaRankMAP(LambdaRank):
+    """LambdaMART for average precision: pairs of a relevant and a non-relevant document weighted by |ΔAP|.
 
-
-@njit(cache=True, parallel=True)
-def listnet_gradients(scores, gains, offsets, query_indices, sample_weight, grad, hess):
-    """ListNet: cross entropy -Σ p·log q between the top-one probabilities p = softmax(gain) of the labels and
-    q = softmax(scores). Gradient q - p, diagonal hessian q(1 - q)."""
-    for k in prange(query_indices.shape[0]):
-        start, stop = offsets[query_indices[k]], offsets[query_indices[k] + 1]
-        p = _softmax(gains[start:stop])
-        q = _softmax(scores[start:stop])
-        for i in range(stop - start):
-            grad[start + i] = q[i] - p[i]
-            hess[start + i] = q[i] * (1.0 - q[i])
-        _weigh(sample_weight, start, stop, grad, hess)
-
-
-@njit(cache=True, parallel=True)
-def listmle_gradients(scores, labels, offsets, query_indices, tie_break, sample_weight, grad, hess):
-    """ListMLE: loss Σ_k [log Σ_{j≥k} exp(s_π(j)) - s_π(k)] for π the order of labels, highest first, with ties
-    in labels ordered by ``tie_break`` (random numbers drawn per round). Queries whose labels are all equal have
-    no order to learn and get zero λ and w.
-
-    With Z_k the suffix sums and e = exp(s), document π(m) gets gradient e·Σ_{k≤m} 1/Z_k - 1 and diagonal hessian
-    Σ_{k≤m} (e/Z_k)(1 - e/Z_k).
+    A document is relevant when its label exceeds ``relevance_threshold``; binary relevance then stands in for both
+    the labels and the gains, and the per-query normaliser is 1/R (R relevant documents).
     """
-    for k in prange(query_indices.shape[0]):
-        start, stop = offsets[query_indices[k]], offsets[query_indices[k] + 1]
-        n = stop - start
-        if labels[start:stop].min() == labels[start:stop].max():
-            # No order to learn (as for the pairwise objectives): a random tie-break per round would only make
-            # the trees fit noise.
-            grad[start:stop] = 0.0
-            hess[start:stop] = 0.0
-            continue
-        # Order by label descending, then by tie_break: one sort on a combined key would lose precision.
-        by_tie = np.argsort(tie_break[start:stop])
-        order = by_tie[np.argsort(-labels[start:stop][by_tie], kind="mergesort")]
-        s = scores[start:stop][order]
-        e = np.exp(s - s.max())
-        suffix = np.empty(n)
-        running = 0.0
-        for m in range(n - 1, -1, -1):
-            running += e[m]
-            suffix[m] = running
-        inv_sum = 0.0
-        inv_sq_sum = 0.0
-        for m in range(n):
-            inv_sum += 1.0 / suffix[m]
-            inv_sq_sum += 1.0 / (suffix[m] * suffix[m])
-            row = start + order[m]
-            grad[row] = e[m] * inv_sum - 1.0
-            # Σ q(1 - q) = e·Σ1/Z - e²·Σ1/Z²; rounding must not make it negative.
-            hess[row] = max(e[m] * inv_sum - e[m] * e[m] * inv_sq_sum, 0.0)
-        _weigh(sample_weight, start, stop, grad, hess)
 
+    name = "lambdarank_map"
 
-@njit(cache=True, parallel=True)
-def pointwise_gradients(scores, labels, offsets, query_indices, sample_weight, grad, hess):
-    """Squared error ½(s - label)²: gradient s - label, hessian 1."""
-    for k in prange(query_indices.shape[0]):
-        start, stop = offsets[query_indices[k]], offsets[query_indices[k] + 1]
-        for i in range(start, stop):
-            grad[i] = scores[i] - labels[i]
-            hess[i] = 1.0
-        _weigh(sample_weight, start, stop, grad, hess)
+    def _pair_weights(self, queries):
+        relevant = (queries.labels > self.params["relevance_threshold"]).astype(np.float64)
+        n_relevant = np.add.reduceat(relevant, queries.offsets[:-1]) if queries.n_queries else np.zeros(0)
+        normalizer = np.divide(1.0, n_relevant, out=np.zeros_like(n_relevant), where=n_relevant > 0)
+        return relevant, relevant, normalizer

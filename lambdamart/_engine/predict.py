@@ -123,8 +123,11 @@ def predict_serial(X, feature, threshold, missing_left, left, right, value, tree
 
 
 @njit(cache=True, parallel=True)
-def add_tree_binned(codes, n_bins, feature, split_bin, missing_left, left, right, value, rows, scores):
-    """``scores[r] += tree(r)`` for the rows ``rows`` of binned data ``codes`` (one tree, relative indices)."""
+def add_tree_binned(codes, n_bins, tree, rows, scores):
+    """``scores[r] += tree(r)`` for the rows ``rows`` of binned data ``codes`` and a :class:`~.grower.GrownTree`."""
+    feature, split_bin, missing_left, left, right = tree.feature, tree.split_bin, tree.missing_left, tree.left, \
+        tree.right
+    value = tree.value
     for k in prange(rows.shape[0]):
         r = rows[k]
         node = 0

@@ -1,0 +1,14 @@
+"""Every use of a scikit-learn private API, in one place.
+
+scikit-learn keeps these names stable in practice but promises nothing about them, so the supported range is
+declared in ``pyproject.toml`` (``scikit-learn>=1.6,<1.10``) and ``.ci/run`` runs a part of the suite against the
+oldest declared versions. When a new scikit-learn moves one of them, this module is the only one to change.
+"""
+
+# Parameter constraints in scikit-learn's own declarative form: BaseEstimator._validate_params reads these objects,
+# and writing our own validator would only repeat scikit-learn's messages.
+from sklearn.utils._param_validation import Interval, StrOptions
+# Sample-weight checks (shape, finiteness, non-negativity) with scikit-learn's messages.
+from sklearn.utils.validation import _check_sample_weight as check_sample_weight
+
+__all__ = ["Interval", "StrOptions", "check_sample_weight"]

@@ -1,0 +1,326 @@
+"""Leaf-wise (best-first) growth of one regression tree on binned features, entirely in numba.
+
+The rows of the tree live in one index array that is partitioned in place as nodes split (reading the column-major
+codes), so every node owns a contiguous slice ``rows[start:stop]``. Each split builds the histogram of the smaller
+child (from the histogram layout, block by block) and gets the larger child's by subtraction from the parent's.
+Leaf values are Newton steps ``-Σλ / (Σw + l2)`` times the learning rate.
+"""
+
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit, prange
+
+from .histogram import build_block, new_histograms, subtract_feature
+from .split import FeatureSplits, best_of, leaf_value, new_feature_splits, store_feature_split
+
+
+class GrowthParams(NamedTuple):
+    """What limits a tree and sets its leaf values; the estimator's parameters of the same meaning."""
+
+    max_leaf_nodes: int
+    max_depth: int  # -1 for no limit
+    min_samples_leaf: int
+    min_sum_hessian: float
+    l2_regularization: float
+    learning_rate: float
+
+
+class GrownTree(NamedTuple):
+    """One tree as :func:`grow_tree` returns it: node arrays in bin space, node 0 the root.
+
+    ``feature`` is -1 at a leaf; a split sends rows whose code of ``feature`` is ``<= split_bin`` to ``left`` and
+    missing values to the side ``missing_left`` says. ``value`` is a leaf's score (learning rate applied), ``gain``
+    a split's gain and ``count`` the rows that reached the node; the node's rows are ``rows[node_start:node_stop]``
+    of the ``rows`` array the tree was grown on.
+    """
+
+    feature: np.ndarray
+    split_bin: np.ndarray
+    missing_left: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    value: np.ndarray
+    gain: np.ndarray
+    count: np.ndarray
+    node_start: np.ndarray
+    node_stop: np.ndarray
+
+
+class Workspace(NamedTuple):
+    """Scratch buffers of :func:`grow_tree`, reused from tree to tree (see :func:`make_workspace`)."""
+
+    histograms: np.ndarray  # one histogram per possible leaf
+    ordered_grad: np.ndarray  # λ and w of the rows in node order
+    ordered_hess: np.ndarray
+    partition_buffer: np.ndarray
+
+
+def make_workspace(n_rows, total_bins, max_leaf_nodes):
+    """Scratch buffers for :func:`grow_tree` on up to ``n_rows`` rows and trees of ``max_leaf_nodes`` leaves."""
+    return Workspace(new_histograms(max_leaf_nodes, total_bins), np.empty(n_rows), np.empty(n_rows),
+                     np.empty(n_rows, dtype=np.int64))
+
+
+# ----------------------------------------------------------------------------------------------- the steps
+# Each step of growing a tree, callable on its own: what a grower outside numba (one that sums histograms across
+# machines, say) drives node by node. The leaf-wise grower below is built from the same kernels.
+
+
+@njit(cache=True)
+def gather_node(grad, hess, rows, start, stop, ordered_grad, ordered_hess):
+    """Copy λ and w of the node's rows ``rows[start:stop]`` into node order; return their sums (Σλ, Σw)."""
+    g = 0.0
+    h = 0.0
+    for i in range(start, stop):
+        ordered_grad[i] = grad[rows[i]]
+        ordered_hess[i] = hess[rows[i]]
+        g += ordered_grad[i]
+        h += ordered_hess[i]
+    return g, h
+
+
+@njit(cache=True)
+def partition_node(codes, rows, start, stop, feature, split_bin, missing_bin, missing_left, buffer):
+    """Stable in-place partition of the node's rows ``rows[start:stop]`` by a split: rows going left first.
+
+    Returns the boundary: the left child's rows are ``rows[start:boundary]``.
+    """
+    column = codes[feature]
+    n_left = 0
+    n_right = 0
+    for i in range(start, stop):
+        r = rows[i]
+        code = column[r]
+        goes_left = missing_left if code == missing_bin else code <= split_bin
+        # Both destinations are written and only one advances: the direction is data-dependent, so a branch
+        # would be mispredicted about half the time. rows[start + n_left] was already read (n_left <= i - start).
+        rows[start + n_left] = r
+        buffer[n_right] = r
+        n_left += goes_left
+        n_right += not goes_left
+    rows[start + n_left:stop] = buffer[:n_right]
+    return start + n_left
+
+
+@njit(cache=True, parallel=True)
+def node_histogram(codes, layout, rows, ordered_grad, ordered_hess, sum_grad, sum_hess, count, hist):
+    """The histogram ``hist`` of the node whose rows are ``rows`` (λ and w in node order), block by block.
+
+    The same sums in the same order as the leaf-wise grower's, so a tree grown step by step is the same tree.
+    """
+    for k in prange(layout.block_features.shape[0] - 1):
+        build_block(codes, layout, k, rows, ordered_grad, ordered_hess, sum_grad, sum_hess, count, hist)
+
+
+@njit(cache=True)
+def find_node_split(hist, n_bins, bin_offsets, features, sum_grad, sum_hess, count, params):
+    """The best :class:`~.split.Split` of a node from its histogram, over the sorted ``features``."""
+    splits = new_feature_splits(1, n_bins.shape[0])
+    for f in features:
+        store_feature_split(splits, 0, f, hist, bin_offsets[f], n_bins[f], sum_grad, sum_hess, count,
+                            params.l2_regularization, params.min_samples_leaf, params.min_sum_hessian)
+    return best_of(splits, 0, features)
+
+
+# ------------------------------------------------------------------------------------ the leaf-wise grower
+
+
+@njit(cache=True)
+def grow_tree(codes, n_bins, layout, features, grad, hess, rows, params, workspace):
+    """Grow one tree leaf-wise (best first) on the rows ``rows`` (partitioned in place).
+
+    Parameters
+    ----------
+    codes : uint8 array (n_features, n_samples)
+    n_bins : int array (n_features,)
+        Value bins per feature; code ``n_bins[f]`` is the missing bin.
+    layout : HistogramLayout
+        From :func:`lambdamart._engine.histogram.make_layout` on ``codes``.
+    features : int64 array
+        Sorted indices of the features this tree may split on.
+    grad, hess : float64 arrays (n_samples,)
+        λ and w of every row.
+    rows : int64 array
+        Rows of this tree (all, or a subsample); reordered so each leaf's rows are contiguous.
+    params : GrowthParams
+    workspace : Workspace
+        Scratch buffers from :func:`make_workspace`, reused from tree to tree.
+
+    Returns
+    -------
+    GrownTree
+    """
+    max_leaf_nodes, max_depth, min_samples_leaf = params.max_leaf_nodes, params.max_depth, params.min_samples_leaf
+    n_rows = rows.shape[0]
+    max_nodes = 2 * max_leaf_nodes - 1
+    feature = np.full(max_nodes, -1, dtype=np.int32)
+    split_bin = np.zeros(max_nodes, dtype=np.int32)
+    missing_left = np.zeros(max_nodes, dtype=np.bool_)
+    left = np.full(max_nodes, -1, dtype=np.int32)
+    right = np.full(max_nodes, -1, dtype=np.int32)
+    value = np.zeros(max_nodes)
+    gain = np.zeros(max_nodes)
+    count = np.zeros(max_nodes, dtype=np.int64)
+    node_start = np.zeros(max_nodes, dtype=np.int64)
+    node_stop = np.zeros(max_nodes, dtype=np.int64)
+    depth = np.zeros(max_nodes, dtype=np.int64)
+    slot = np.zeros(max_nodes, dtype=np.int64)  # which workspace histogram a leaf's is
+    sum_grad = np.zeros(max_nodes)
+    sum_hess = np.zeros(max_nodes)
+    # The best split found for each leaf, waiting to be taken.
+    cand_gain = np.full(max_nodes, -np.inf)
+    cand_feature = np.zeros(max_nodes, dtype=np.int64)
+    cand_bin = np.zeros(max_nodes, dtype=np.int64)
+    cand_missing_left = np.zeros(max_nodes, dtype=np.bool_)
+    cand_left_grad = np.zeros(max_nodes)
+    cand_left_hess = np.zeros(max_nodes)
+
+    hists = workspace.histograms
+    ordered_grad, ordered_hess = workspace.ordered_grad, workspace.ordered_hess
+    # Totals (Σλ, Σw, count) of the two children being searched: the smaller one first.
+    sums = np.empty((2, 3))
+    # Best split per feature of the two children (0: smaller, 1: larger), filled for the features this tree may use.
+    splits = new_feature_splits(2, n_bins.shape[0])
+    selected = np.zeros(n_bins.shape[0], dtype=np.bool_)
+    selected[features] = True
+
+    node_stop[0] = n_rows
+    count[0] = n_rows
+    sum_grad[0], sum_hess[0] = gather_node(grad, hess, rows, 0, n_rows, ordered_grad, ordered_hess)
+    n_nodes = 1
+    n_leaves = 1
+    if _splittable(count[0], 0, max_depth, min_samples_leaf):
+        sums[0, 0], sums[0, 1], sums[0, 2] = sum_grad[0], sum_hess[0], count[0]
+        _split_step(codes, layout, rows, ordered_grad, ordered_hess, n_bins, selected, hists[0], hists[0], True, False,
+                    sums, params, splits)
+        best = best_of(splits, 0, features)
+        cand_gain[0], cand_feature[0], cand_bin[0], cand_missing_left[0] = best.gain, best.feature, best.bin, \
+            best.missing_left
+        cand_left_grad[0], cand_left_hess[0] = best.left_grad, best.left_hess
+
+    while n_leaves < max_leaf_nodes:
+        node = -1
+        for i in range(n_nodes):
+            if left[i] == -1 and cand_gain[i] > 0.0 and (node == -1 or cand_gain[i] > cand_gain[node]):
+                node = i
+        if node == -1:
+            break
+        f = cand_feature[node]
+        feature[node] = f
+        split_bin[node] = cand_bin[node]
+        missing_left[node] = cand_missing_left[node]
+        gain[node] = cand_gain[node]
+        start, stop = node_start[node], node_stop[node]
+        boundary = partition_node(codes, rows, start, stop, f, cand_bin[node], n_bins[f], cand_missing_left[node],
+                                  workspace.partition_buffer)
+        lc, rc = n_nodes, n_nodes + 1
+        n_nodes += 2
+        left[node], right[node] = lc, rc
+        node_start[lc], node_stop[lc] = start, boundary
+        node_start[rc], node_stop[rc] = boundary, stop
+        count[lc], count[rc] = boundary - start, stop - boundary
+        depth[lc] = depth[rc] = depth[node] + 1
+        sum_grad[lc], sum_hess[lc] = cand_left_grad[node], cand_left_hess[node]
+        sum_grad[rc], sum_hess[rc] = sum_grad[node] - sum_grad[lc], sum_hess[node] - sum_hess[lc]
+
+        small, large = (lc, rc) if count[lc] <= count[rc] else (rc, lc)
+        slot[large] = slot[node]
+        slot[small] = n_leaves
+        n_leaves += 1
+        split_small = _splittable(count[small], depth[small], max_depth, min_samples_leaf)
+        split_large = _splittable(count[large], depth[large], max_depth, min_samples_leaf)
+        if not (split_small or split_large) or n_leaves == max_leaf_nodes:
+            continue
+        s0, s1 = node_start[small], node_stop[small]
+        gather_node(grad, hess, rows, s0, s1, ordered_grad, ordered_hess)
+        for side, child in ((0, small), (1, large)):
+            sums[side, 0], sums[side, 1], sums[side, 2] = sum_grad[child], sum_hess[child], count[child]
+        _split_step(codes, layout, rows[s0:s1], ordered_grad[s0:s1], ordered_hess[s0:s1], n_bins, selected,
+                    hists[slot[small]], hists[slot[large]], split_small, split_large, sums, params, splits)
+        for side, child, can_split in ((0, small, split_small), (1, large, split_large)):
+            if can_split:
+                best = best_of(splits, side, features)
+                cand_gain[child], cand_feature[child], cand_bin[child] = best.gain, best.feature, best.bin
+                cand_missing_left[child] = best.missing_left
+                cand_left_grad[child], cand_left_hess[child] = best.left_grad, best.left_hess
+
+    for i in range(n_nodes):
+        if left[i] == -1:
+            value[i] = params.learning_rate * leaf_value(sum_grad[i], sum_hess[i], params.l2_regularization)
+    return GrownTree(feature[:n_nodes], split_bin[:n_nodes], missing_left[:n_nodes], left[:n_nodes],
+                     right[:n_nodes], value[:n_nodes], gain[:n_nodes], count[:n_nodes], node_start[:n_nodes],
+                     node_stop[:n_nodes])
+
+
+@njit(cache=True)
+def _splittable(n, node_depth, max_depth, min_samples_leaf):
+    """Whether a node may split at all: room for two leaves of min_samples_leaf rows, and depth to spare."""
+    return n >= 2 * min_samples_leaf and n >= 2 and (max_depth < 0 or node_depth < max_depth)
+
+
+@njit(cache=True)
+def _split_block(k, codes, layout, rows, ordered_grad, ordered_hess, n_bins, selected, hist_small, hist_large,
+                 search_small, search_large, sums, l2, min_samples_leaf, min_sum_hessian, splits):
+    """For block ``k`` of the layout: build the smaller child's histograms, turn the parent's (held in
+    ``hist_large``) into the larger child's by subtraction, and search both children's best split per selected
+    feature into ``splits`` (node 0 the smaller child, node 1 the larger)."""
+    bin_offsets = layout.bin_offsets
+    build_block(codes, layout, k, rows, ordered_grad, ordered_hess, sums[0, 0], sums[0, 1], sums[0, 2], hist_small)
+    for f in range(layout.block_features[k], layout.block_features[k + 1]):
+        if not selected[f]:
+            continue
+        if search_small:
+            store_feature_split(splits, 0, f, hist_small, bin_offsets[f], n_bins[f], sums[0, 0], sums[0, 1],
+                                sums[0, 2], l2, min_samples_leaf, min_sum_hessian)
+        if search_large:
+            subtract_feature(hist_large, hist_small, bin_offsets, f)
+            store_feature_split(splits, 1, f, hist_large, bin_offsets[f], n_bins[f], sums[1, 0], sums[1, 1],
+                                sums[1, 2], l2, min_samples_leaf, min_sum_hessian)
+
+
+@njit(cache=True, parallel=True)
+def _split_step_parallel(codes, layout, rows, ordered_grad, ordered_hess, n_bins, selected, hist_small, hist_large,
+                         search_small, search_large, sums, l2, min_samples_leaf, min_sum_hessian, gain, bin,
+                         missing_left, left_grad, left_hess, left_count):
+    # One parallel region per split (not one per step); threads take blocks. numba passes a tuple that the region
+    # writes to only as separate arrays, so the split records travel as their arrays and are put back together.
+    for k in prange(layout.block_features.shape[0] - 1):
+        splits = FeatureSplits(gain, bin, missing_left, left_grad, left_hess, left_count)
+        _split_block(k, codes, layout, rows, ordered_grad, ordered_hess, n_bins, selected, hist_small, hist_large,
+                     search_small, search_large, sums, l2, min_samples_leaf, min_sum_hessian, splits)
+
+
+@njit(cache=True)
+def _split_step_serial(codes, layout, *args):
+    for k in range(layout.block_features.shape[0] - 1):
+        _split_block(k, codes, layout, *args)
+
+
+# Row-feature updates below which a node is done on the calling thread: a small node's work is shorter than waking
+# the threads (and far shorter than waiting for them on a busy machine).
+_PARALLEL_WORK = 500_000
+
+
+@njit(cache=True)
+def _split_step(codes, layout, rows, ordered_grad, ordered_hess, n_bins, selected, hist_small, hist_large,
+                search_small, search_large, sums, params, splits):
+    """Histograms and best splits of a split's children (of the root when ``search_large`` is False)."""
+    l2, min_leaf, min_hessian = params.l2_regularization, params.min_samples_leaf, params.min_sum_hessian
+    if rows.shape[0] * n_bins.shape[0] < _PARALLEL_WORK:
+        _split_step_serial(codes, layout, rows, ordered_grad, ordered_hess, n_bins, selected, hist_small, hist_large,
+                           search_small, search_large, sums, l2, min_leaf, min_hessian, splits)
+    else:
+        _split_step_parallel(codes, layout, rows, ordered_grad, ordered_hess, n_bins, selected, hist_small,
+                             hist_large, search_small, search_large, sums, l2, min_leaf, min_hessian, splits.gain,
+                             splits.bin, splits.missing_left, splits.left_grad, splits.left_hess, splits.left_count)
+
+
+@njit(cache=True, parallel=True)
+def add_leaf_values(scores, rows, feature, value, node_start, node_stop):
+    """Add each leaf's value to the training scores of the rows it holds (leaves hold disjoint rows)."""
+    for node in prange(feature.shape[0]):
+        if feature[node] == -1:
+            v = value[node]
+            for i in range(node_start[node], node_stop[node]):
+                scores[rows[i]] += v

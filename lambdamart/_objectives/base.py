@@ -1,0 +1,100 @@
+"""The objective layer's contract: what every ranking objective receives, and what it must fill.
+
+An objective turns the current scores of the training rows into gradients λ and positive second-order weights w,
+one query at a time: the boosting loop asks, the objective answers, and neither knows how the other works. Rows are
+laid out query by query (see ``lambdamart._queries``), query ``q`` owning rows ``offsets[q]:offsets[q + 1]``.
+Objectives are pure functions of the scores except for their own state (random tie-breaks, position biases), so the
+loop may ask for any subset of queries, on any machine that holds them.
+
+To add an objective: write its kernel and a subclass of :class:`Objective` with a ``name``, and list the class in
+``lambdamart._objectives.OBJECTIVES``.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+
+@dataclass(frozen=True)
+class TrainingQueries:
+    """The training rows as an objective sees them, laid out query by query.
+
+    Attributes
+    ----------
+    labels : ndarray of float64, shape (n_rows,)
+        Relevance label of every row.
+    gains : ndarray of float64, shape (n_rows,)
+        The label gains (2**label - 1, the label, or a table lookup; see ``lambdamart._gains``).
+    offsets : ndarray of int64, shape (n_queries + 1,)
+        Query ``q`` owns rows ``offsets[q]:offsets[q + 1]``.
+    sample_weight : ndarray of float64, shape (n_rows,) or (0,)
+        Row weights that multiply λ and w; empty for none.
+    position : ndarray of int64, shape (n_rows,) or (0,)
+        Displayed rank of every row (1 for the top) for Unbiased LambdaMART; empty for none.
+    """
+
+    labels: np.ndarray
+    gains: np.ndarray
+    offsets: np.ndarray
+    sample_weight: np.ndarray
+    position: np.ndarray
+
+    @property
+    def n_queries(self):
+        """Number of queries."""
+        return self.offsets.shape[0] - 1
+
+
+class Objective:
+    """A ranking loss: fills λ and w of the rows of the queries it is asked for.
+
+    Parameters
+    ----------
+    queries : TrainingQueries
+        The training rows, query by query.
+    params : dict
+        The estimator's parameters (``get_params()``); each objective reads those it uses.
+    rng : numpy.random.RandomState
+        The fit's random state, for objectives that draw random numbers every round.
+    """
+
+    #: The ``objective=`` string that selects this class.
+    name = None
+    #: Whether ``fit(..., position=...)`` (Unbiased LambdaMART) works with this objective.
+    supports_position = False
+
+    def __init__(self, queries, params, rng):
+        if queries.position.shape[0] and not self.supports_position:
+            supported = ", ".join(repr(c.name) for c in _subclasses() if c.supports_position)
+            raise ValueError(f"position (Unbiased LambdaMART) works with objective {supported}, not "
+                             f"{self.name!r}.")
+        self.queries = queries
+        self.params = params
+        self.rng = rng
+
+    def gradients(self, scores, query_indices, grad, hess):
+        """Write λ (``grad``) and w (``hess``) of the rows of ``query_indices`` for the training ``scores``.
+
+        Rows of other queries are left as they are.
+        """
+        raise NotImplementedError
+
+    def fitted_attributes(self):
+        """Estimator attributes this objective learned during the fit (name to value), e.g. ``position_bias_``."""
+        return {}
+
+
+def _subclasses(cls=Objective):
+    for sub in cls.__subclasses__():
+        yield sub
+        yield from _subclasses(sub)
+
+
+@njit(cache=True)
+def apply_sample_weight(sample_weight, start, stop, grad, hess):
+    """Multiply the λ and w of rows ``start:stop`` by their sample weights (none when ``sample_weight`` is empty)."""
+    if sample_weight.shape[0] > 0:
+        for i in range(start, stop):
+            grad[i] *= sample_weight[i]
+            hess[i] *= sample_weight[i]

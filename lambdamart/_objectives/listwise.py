@@ -1,0 +1,87 @@
+"""Listwise losses: ListNet's top-one cross entropy and ListMLE's Plackett-Luce likelihood."""
+
+import numpy as np
+from numba import njit, prange
+
+from .base import Objective, apply_sample_weight
+
+
+@njit(cache=True)
+def _softmax(x):
+    e = np.exp(x - x.max())
+    return e / e.sum()
+
+
+@njit(cache=True, parallel=True)
+def listnet_gradients(scores, gains, offsets, query_indices, sample_weight, grad, hess):
+    """ListNet: cross entropy -Σ p·log q between the top-one probabilities p = softmax(gain) of the labels and
+    q = softmax(scores). Gradient q - p, diagonal hessian q(1 - q)."""
+    for k in prange(query_indices.shape[0]):
+        start, stop = offsets[query_indices[k]], offsets[query_indices[k] + 1]
+        p = _softmax(gains[start:stop])
+        q = _softmax(scores[start:stop])
+        for i in range(stop - start):
+            grad[start + i] = q[i] - p[i]
+            hess[start + i] = q[i] * (1.0 - q[i])
+        apply_sample_weight(sample_weight, start, stop, grad, hess)
+
+
+@njit(cache=True, parallel=True)
+def listmle_gradients(scores, labels, offsets, query_indices, tie_break, sample_weight, grad, hess):
+    """ListMLE: loss Σ_k [log Σ_{j≥k} exp(s_π(j)) - s_π(k)] for π the order of labels, highest first, with ties
+    in labels ordered by ``tie_break`` (random numbers drawn per round). Queries whose labels are all equal have
+    no order to learn and get zero λ and w.
+
+    With Z_k the suffix sums and e = exp(s), document π(m) gets gradient e·Σ_{k≤m} 1/Z_k - 1 and diagonal hessian
+    Σ_{k≤m} (e/Z_k)(1 - e/Z_k).
+    """
+    for k in prange(query_indices.shape[0]):
+        start, stop = offsets[query_indices[k]], offsets[query_indices[k] + 1]
+        n = stop - start
+        if labels[start:stop].min() == labels[start:stop].max():
+            # No order to learn (as for the pairwise objectives): a random tie-break per round would only make
+            # the trees fit noise.
+            grad[start:stop] = 0.0
+            hess[start:stop] = 0.0
+            continue
+        # Order by label descending, then by tie_break: one sort on a combined key would lose precision.
+        by_tie = np.argsort(tie_break[start:stop])
+        order = by_tie[np.argsort(-labels[start:stop][by_tie], kind="mergesort")]
+        s = scores[start:stop][order]
+        e = np.exp(s - s.max())
+        suffix = np.empty(n)
+        running = 0.0
+        for m in range(n - 1, -1, -1):
+            running += e[m]
+            suffix[m] = running
+        inv_sum = 0.0
+        inv_sq_sum = 0.0
+        for m in range(n):
+            inv_sum += 1.0 / suffix[m]
+            inv_sq_sum += 1.0 / (suffix[m] * suffix[m])
+            row = start + order[m]
+            grad[row] = e[m] * inv_sum - 1.0
+            # Σ q(1 - q) = e·Σ1/Z - e²·Σ1/Z²; rounding must not make it negative.
+            hess[row] = max(e[m] * inv_sum - e[m] * e[m] * inv_sq_sum, 0.0)
+        apply_sample_weight(sample_weight, start, stop, grad, hess)
+
+
+class ListNet(Objective):
+    """ListNet: cross entropy between the softmax of the label gains and the softmax of the scores."""
+
+    name = "listnet"
+
+    def gradients(self, scores, query_indices, grad, hess):
+        q = self.queries
+        listnet_gradients(scores, q.gains, q.offsets, query_indices, q.sample_weight, grad, hess)
+
+
+class ListMLE(Objective):
+    """ListMLE: Plackett-Luce likelihood of the label order, ties in labels ordered at random every round."""
+
+    name = "listmle"
+
+    def gradients(self, scores, query_indices, grad, hess):
+        q = self.queries
+        listmle_gradients(scores, q.labels, q.offsets, query_indices, self.rng.random_sample(scores.shape[0]),
+                          q.sample_weight, grad, hess)

@@ -1,0 +1,65 @@
+"""RankNet: the pairwise logistic loss over pairs of documents with different labels."""
+
+import numpy as np
+from numba import njit, prange
+
+from .base import Objective, apply_sample_weight
+
+
+@njit(cache=True)
+def _pair_terms(sigma, delta_score):
+    """RankNet's λ and w of one pair: σρ and σ²ρ(1-ρ) with ρ = 1 / (1 + exp(σΔs)), Δs = s_high - s_low."""
+    rho = 1.0 / (1.0 + np.exp(sigma * delta_score))
+    return sigma * rho, sigma * sigma * rho * (1.0 - rho)
+
+
+@njit(cache=True, parallel=True)
+def ranknet_gradients(scores, labels, offsets, query_indices, sigma, partners, sample_weight, grad, hess):
+    """RankNet: loss Σ log(1 + exp(-σ(s_h - s_o))) over pairs where h has the higher label.
+
+    ``partners`` is empty for all pairs with different labels (O(n²) per query), or a (n_samples, k) array of
+    random integers: row i is then paired with the documents ``(i + 1 + partners[i, m] % (n - 1)) % n`` of its
+    query (O(n·k)); pairs with equal labels are skipped.
+    """
+    sampled = partners.shape[0] > 0
+    for k in prange(query_indices.shape[0]):
+        start, stop = offsets[query_indices[k]], offsets[query_indices[k] + 1]
+        n = stop - start
+        grad[start:stop] = 0.0
+        hess[start:stop] = 0.0
+        for a in range(n):
+            if sampled:
+                n_partners = partners.shape[1] if n > 1 else 0
+            else:
+                n_partners = n - a - 1
+            for m in range(n_partners):
+                if sampled:
+                    b = (a + 1 + partners[start + a, m] % (n - 1)) % n
+                else:
+                    b = a + 1 + m
+                la, lb = labels[start + a], labels[start + b]
+                if la == lb:
+                    continue
+                high, low = (start + a, start + b) if la > lb else (start + b, start + a)
+                lam, w = _pair_terms(sigma, scores[high] - scores[low])
+                grad[high] -= lam
+                grad[low] += lam
+                hess[high] += w
+                hess[low] += w
+        apply_sample_weight(sample_weight, start, stop, grad, hess)
+
+
+class RankNet(Objective):
+    """RankNet over all pairs with different labels, or ``pairs_per_document`` random partners per document."""
+
+    name = "ranknet"
+
+    def gradients(self, scores, query_indices, grad, hess):
+        k = self.params["pairs_per_document"]
+        q = self.queries
+        if k is None:
+            partners = np.zeros((0, 0), dtype=np.int64)
+        else:
+            partners = self.rng.randint(0, 2**31, (scores.shape[0], k)).astype(np.int64)
+        ranknet_gradients(scores, q.labels, q.offsets, query_indices, float(self.params["sigma"]), partners,
+                          q.sample_weight, grad, hess)

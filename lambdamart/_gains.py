@@ -1,4 +1,4 @@
-"""Relevance labels to gains G(l), shared by the metrics and the objective (DESIGN §2)."""
+"""Relevance labels to gains G(l), shared by the metrics and the objective (docs/design.md, Metrics)."""
 
 import numpy as np
 

@@ -1,4 +1,4 @@
-"""Numba kernels of the ranking metrics (DESIGN §2): one small function per metric, evaluated per query.
+"""Numba kernels of the ranking metrics (docs/design.md, Metrics): one small function per metric, per query.
 
 Every per-query function has the signature ``f(x, aux, score, k, average) -> float``: ``x`` holds the per-document
 values the metric needs (gains, 0/1 relevance, ERR stop probabilities or labels), ``aux`` a second per-document

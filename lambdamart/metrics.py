@@ -1,7 +1,7 @@
 """Ranking metrics over queries: NDCG, DCG, MAP, MRR, precision, recall and hits at k, ERR and Kendall's tau.
 
-Conventions (DESIGN §2): documents are ranked by score, highest first; rank r is 1-based and the DCG discount is
-1 / log2(r + 1). Binary metrics call a document relevant when its label exceeds ``threshold`` (0 by default).
+Conventions (docs/design.md, Metrics): documents are ranked by score, highest first; rank r is 1-based and the
+DCG discount is 1 / log2(r + 1). Binary metrics call a document relevant when its label exceeds ``threshold`` (0 by default).
 Ties in scores are averaged by default (``ties="average"``): the metric is the exact expected value over all
 orders of the tied documents, so it does not depend on row order; ``ties="input"`` breaks ties by input row order
 (as LightGBM and XGBoost do). Each function returns the mean over queries, weighted by the per-query mean of

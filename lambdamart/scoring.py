@@ -5,6 +5,8 @@ to route ``qid`` to it (the equivalent of ``scorer.set_score_request(qid=True)``
 also works when routing is enabled later) and refuses to score without one.
 """
 
+from collections.abc import Callable
+
 import sklearn
 from sklearn.metrics import make_scorer
 
@@ -31,7 +33,7 @@ class _QidRequired:
         return self.metric(y_true, y_pred, qid, **kwargs)
 
 
-def make_ranking_scorer(metric, greater_is_better=True, **kwargs):
+def make_ranking_scorer(metric: Callable, greater_is_better: bool = True, **kwargs) -> Callable:
     """Make a scikit-learn scorer from a ranking metric.
 
     Parameters
@@ -58,11 +60,38 @@ def make_ranking_scorer(metric, greater_is_better=True, **kwargs):
         return scorer.set_score_request(qid=True)
 
 
-def ndcg_scorer(k=10, **metric_kwargs):
-    """Scorer for NDCG@k (see :func:`lambdamart.metrics.ndcg` for ``gain``, ``ties``, ``empty``)."""
+def ndcg_scorer(k: int | None = 10, **metric_kwargs) -> Callable:
+    """Scorer for NDCG@k that requests ``qid`` through metadata routing.
+
+    Parameters
+    ----------
+    k : int or None, default=10
+        Cut-off; None for the whole ranking.
+    **metric_kwargs
+        Further arguments of :func:`lambdamart.metrics.ndcg` (``gain``, ``ties``, ``empty``).
+
+    Returns
+    -------
+    scorer : callable
+        ``scorer(estimator, X, y, qid=...)``, see :func:`make_ranking_scorer`.
+    """
     return make_ranking_scorer(metrics.ndcg, k=k, **metric_kwargs)
 
 
-def map_scorer(k=None, **metric_kwargs):
-    """Scorer for mean average precision (@k), see :func:`lambdamart.metrics.mean_average_precision`."""
+def map_scorer(k: int | None = None, **metric_kwargs) -> Callable:
+    """Scorer for mean average precision (@k) that requests ``qid`` through metadata routing.
+
+    Parameters
+    ----------
+    k : int or None, default=None
+        Cut-off; None for the whole ranking.
+    **metric_kwargs
+        Further arguments of :func:`lambdamart.metrics.mean_average_precision` (``threshold``, ``ties``,
+        ``empty``).
+
+    Returns
+    -------
+    scorer : callable
+        ``scorer(estimator, X, y, qid=...)``, see :func:`make_ranking_scorer`.
+    """
     return make_ranking_scorer(metrics.mean_average_precision, k=k, **metric_kwargs)

@@ -8,6 +8,7 @@ oldest declared versions. When a new scikit-learn moves one of them, this module
 # Parameter constraints in scikit-learn's own declarative form: BaseEstimator._validate_params reads these objects,
 # and writing our own validator would only repeat scikit-learn's messages.
 from sklearn.utils._param_validation import Interval, StrOptions
+
 # Sample-weight checks (shape, finiteness, non-negativity) with scikit-learn's messages.
 from sklearn.utils.validation import _check_sample_weight as check_sample_weight
 

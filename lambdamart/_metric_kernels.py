@@ -16,7 +16,6 @@ from numba import njit, prange
 
 from ._sort import descending_order
 
-
 # Metric codes for `per_query`. One dispatching driver rather than a jitted function passed as an argument:
 # numba cannot reuse its on-disk cache for functions specialised on a dispatcher argument.
 NDCG, DCG, AP, RR, PRECISION, RECALL, HITS, ERR, KENDALL, KENDALL_GAIN = range(10)

@@ -7,7 +7,6 @@ evaluation), so this sort is on the hot path: see :func:`descending_order`.
 import numpy as np
 from numba import njit
 
-
 # The sort below indexes with unsigned integers: numba wraps negative signed indices around, and that select on
 # every access costs as much as the merging itself.
 

@@ -10,6 +10,7 @@ from sklearn.utils.validation import validate_data
 from ._gains import check_labels
 from ._values import first_non_number
 
+
 def check_X(estimator, X, reset, **kwargs):
     """Validated float32/float64 features, dense and C-contiguous (one compiled layout per kernel).
 

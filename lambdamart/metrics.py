@@ -1,7 +1,8 @@
 """Ranking metrics over queries: NDCG, DCG, MAP, MRR, precision, recall and hits at k, ERR and Kendall's tau.
 
 Conventions (docs/design.md, Metrics): documents are ranked by score, highest first; rank r is 1-based and the
-DCG discount is 1 / log2(r + 1). Binary metrics call a document relevant when its label exceeds ``threshold`` (0 by default).
+DCG discount is 1 / log2(r + 1). Binary metrics call a document relevant when its label exceeds ``threshold`` (0 by
+default).
 Ties in scores are averaged by default (``ties="average"``): the metric is the exact expected value over all
 orders of the tied documents, so it does not depend on row order; ``ties="input"`` breaks ties by input row order
 (as LightGBM and XGBoost do). Each function returns the mean over queries, weighted by the per-query mean of
@@ -14,10 +15,13 @@ Validation, grouping and reduction live here; the per-query work is done by the 
 :mod:`lambdamart._metric_kernels`.
 """
 
+from __future__ import annotations
+
 import numbers
 from collections import namedtuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from . import _metric_kernels as _kern
 from ._gains import MAX_EXPONENTIAL_LABEL, check_labels, label_gains
@@ -198,9 +202,10 @@ _DOC = {
 
 @_doc
 def ndcg(
-    y_true, y_score, qid=None, *, k=None, gain="exponential", ties="average", empty=1.0, sample_weight=None,
-    reduce="mean",
-):
+    y_true: ArrayLike, y_score: ArrayLike, qid: ArrayLike | None = None, *, k: int | None = None,
+    gain: str | ArrayLike = "exponential", ties: str = "average", empty: float | str = 1.0,
+    sample_weight: ArrayLike | None = None, reduce: str | None = "mean",
+) -> float | np.ndarray:
     """Normalized discounted cumulative gain, NDCG@k = DCG@k / IDCG@k, averaged over queries.
 
     DCG@k = sum over ranks r <= k of G(label_r) / log2(r + 1); IDCG@k is the DCG@k of the ideal (label-sorted)
@@ -223,7 +228,11 @@ def ndcg(
 
 
 @_doc
-def dcg(y_true, y_score, qid=None, *, k=None, gain="exponential", ties="average", sample_weight=None, reduce="mean"):
+def dcg(
+    y_true: ArrayLike, y_score: ArrayLike, qid: ArrayLike | None = None, *, k: int | None = None,
+    gain: str | ArrayLike = "exponential", ties: str = "average", sample_weight: ArrayLike | None = None,
+    reduce: str | None = "mean",
+) -> float | np.ndarray:
     """Discounted cumulative gain, DCG@k = sum over ranks r <= k of G(label_r) / log2(r + 1), averaged over queries.
 
     Parameters
@@ -244,9 +253,10 @@ def dcg(y_true, y_score, qid=None, *, k=None, gain="exponential", ties="average"
 
 @_doc
 def mean_average_precision(
-    y_true, y_score, qid=None, *, k=None, threshold=0.0, ties="average", empty=1.0, sample_weight=None,
-    reduce="mean",
-):
+    y_true: ArrayLike, y_score: ArrayLike, qid: ArrayLike | None = None, *, k: int | None = None,
+    threshold: float = 0.0, ties: str = "average", empty: float | str = 1.0, sample_weight: ArrayLike | None = None,
+    reduce: str | None = "mean",
+) -> float | np.ndarray:
     """Mean average precision (MAP@k).
 
     AP = sum over ranks r of P@r * rel_r / R, where rel_r says whether the document at rank r is relevant and R
@@ -270,9 +280,10 @@ def mean_average_precision(
 
 @_doc
 def mean_reciprocal_rank(
-    y_true, y_score, qid=None, *, k=None, threshold=0.0, ties="average", empty=1.0, sample_weight=None,
-    reduce="mean",
-):
+    y_true: ArrayLike, y_score: ArrayLike, qid: ArrayLike | None = None, *, k: int | None = None,
+    threshold: float = 0.0, ties: str = "average", empty: float | str = 1.0, sample_weight: ArrayLike | None = None,
+    reduce: str | None = "mean",
+) -> float | np.ndarray:
     """Mean reciprocal rank: 1 / rank of the first relevant document, 0 if it is ranked below k.
 
     A query with no relevant document gets ``empty``.
@@ -293,8 +304,10 @@ def mean_reciprocal_rank(
 
 @_doc
 def precision_at_k(
-    y_true, y_score, qid=None, *, k=None, threshold=0.0, ties="average", sample_weight=None, reduce="mean"
-):
+    y_true: ArrayLike, y_score: ArrayLike, qid: ArrayLike | None = None, *, k: int | None = None,
+    threshold: float = 0.0, ties: str = "average", sample_weight: ArrayLike | None = None,
+    reduce: str | None = "mean",
+) -> float | np.ndarray:
     """Precision at k: relevant documents in the top k divided by min(k, n_documents).
 
     A query shorter than k is not padded; with ``k=None`` this is the fraction of relevant documents.
@@ -314,9 +327,10 @@ def precision_at_k(
 
 @_doc
 def recall_at_k(
-    y_true, y_score, qid=None, *, k=None, threshold=0.0, ties="average", empty=1.0, sample_weight=None,
-    reduce="mean",
-):
+    y_true: ArrayLike, y_score: ArrayLike, qid: ArrayLike | None = None, *, k: int | None = None,
+    threshold: float = 0.0, ties: str = "average", empty: float | str = 1.0, sample_weight: ArrayLike | None = None,
+    reduce: str | None = "mean",
+) -> float | np.ndarray:
     """Recall at k: relevant documents in the top k divided by the query's relevant documents R.
 
     A query with no relevant document (R = 0) gets ``empty``.
@@ -336,7 +350,11 @@ def recall_at_k(
 
 
 @_doc
-def hits_at_k(y_true, y_score, qid=None, *, k=None, threshold=0.0, ties="average", sample_weight=None, reduce="mean"):
+def hits_at_k(
+    y_true: ArrayLike, y_score: ArrayLike, qid: ArrayLike | None = None, *, k: int | None = None,
+    threshold: float = 0.0, ties: str = "average", sample_weight: ArrayLike | None = None,
+    reduce: str | None = "mean",
+) -> float | np.ndarray:
     """Hits at k: 1 if any relevant document is in the top k, else 0 (a query with none scores 0).
 
     With ``ties="average"`` a tie group straddling rank k contributes the hypergeometric probability that one of
@@ -359,7 +377,11 @@ def hits_at_k(y_true, y_score, qid=None, *, k=None, threshold=0.0, ties="average
 
 
 @_doc
-def err(y_true, y_score, qid=None, *, k=None, max_label=None, ties="average", sample_weight=None, reduce="mean"):
+def err(
+    y_true: ArrayLike, y_score: ArrayLike, qid: ArrayLike | None = None, *, k: int | None = None,
+    max_label: float | None = None, ties: str = "average", sample_weight: ArrayLike | None = None,
+    reduce: str | None = "mean",
+) -> float | np.ndarray:
     """Expected reciprocal rank (Chapelle et al., 2009).
 
     ERR@k = sum over ranks r <= k of (1 / r) * R_r * prod over i < r of (1 - R_i), with stop probability
@@ -397,9 +419,10 @@ def err(y_true, y_score, qid=None, *, k=None, max_label=None, ties="average", sa
 
 @_doc
 def kendall_tau(
-    y_true, y_score, qid=None, *, k=None, pair_weight=None, gain="exponential", ties="average", empty=1.0,
-    sample_weight=None, reduce="mean",
-):
+    y_true: ArrayLike, y_score: ArrayLike, qid: ArrayLike | None = None, *, k: int | None = None,
+    pair_weight: str | None = None, gain: str | ArrayLike = "exponential", ties: str = "average",
+    empty: float | str = 1.0, sample_weight: ArrayLike | None = None, reduce: str | None = "mean",
+) -> float | np.ndarray:
     """Kendall rank correlation between the score order and the label order of each query.
 
     tau = sum w_ij * sign_ij / sum w_ij over the pairs of documents with different labels, where sign_ij is +1

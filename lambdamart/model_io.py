@@ -43,11 +43,13 @@ Entries of ``fitted`` that do not change predictions (``position_bias_``) are op
 one ignores it.
 """
 
+import os
+
 from ._model_format import FORMAT, FORMAT_VERSION, read_model
 from .ranker import LambdaMARTRanker
 
 
-def load_model(path):
+def load_model(path: str | os.PathLike) -> LambdaMARTRanker:
     """Load a ranker written by :meth:`LambdaMARTRanker.save_model`, without pickle.
 
     Parameters

@@ -6,6 +6,7 @@ tree (``_engine.grower``) and update the scores. All numeric work happens in tho
 only decides what runs when. ``docs/design.md`` describes the whole flow.
 """
 
+import os
 import time
 import warnings
 from contextlib import contextmanager
@@ -14,6 +15,7 @@ from numbers import Integral, Real
 
 import numba
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
@@ -273,7 +275,9 @@ class LambdaMARTRanker(BaseEstimator):
 
     # ------------------------------------------------------------------ fit
 
-    def fit(self, X, y, qid=None, *, group=None, sample_weight=None, eval_set=None, position=None):
+    def fit(self, X: ArrayLike, y: ArrayLike, qid: ArrayLike | None = None, *, group: ArrayLike | None = None,
+            sample_weight: ArrayLike | None = None, eval_set: list[tuple] | None = None,
+            position: ArrayLike | None = None) -> "LambdaMARTRanker":
         """Fit the ranker.
 
         Parameters
@@ -349,8 +353,10 @@ class LambdaMARTRanker(BaseEstimator):
         return X, y, groups, sample_weight
 
     def _split_queries(self, groups, rng, holdout):
-        """Training rows and offsets, laid out query by query, and with ``holdout`` the held-out queries' (rows,
-        offsets) for early stopping."""
+        """Training rows and offsets, laid out query by query; with ``holdout``, also the held-out queries.
+
+        The held-out queries come as a list of one (rows, offsets) pair, for early stopping.
+        """
         rows = groups.take(np.arange(groups.offsets[-1]))
         offsets = groups.offsets
         if not holdout:
@@ -488,7 +494,7 @@ class LambdaMARTRanker(BaseEstimator):
 
     # ------------------------------------------------------------ predict
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> np.ndarray:
         """Scores of the rows of ``X``, in input order; rank a query's documents by descending score.
 
         Parameters
@@ -509,7 +515,8 @@ class LambdaMARTRanker(BaseEstimator):
         with parallel_region(self.n_jobs):
             return predict_parallel(*args)
 
-    def score(self, X, y, qid=None, sample_weight=None):
+    def score(self, X: ArrayLike, y: ArrayLike, qid: ArrayLike | None = None,
+              sample_weight: ArrayLike | None = None) -> float:
         """NDCG@``eval_at`` of the predictions, per query and averaged (what GridSearchCV uses with no scoring).
 
         Parameters
@@ -536,7 +543,7 @@ class LambdaMARTRanker(BaseEstimator):
             return ndcg(y, scores, qid, k=self.eval_at, gain=self.gain, sample_weight=sample_weight)
 
     @property
-    def feature_importances_(self):
+    def feature_importances_(self) -> np.ndarray:
         """Per-feature total split gain (``importance_type="gain"``) or split count (``"split"``), summing to 1.
 
         All zeros when no tree has a split.
@@ -552,7 +559,7 @@ class LambdaMARTRanker(BaseEstimator):
         total = importances.sum()
         return importances / total if total > 0 else importances
 
-    def save_model(self, path):
+    def save_model(self, path: str | os.PathLike) -> "LambdaMARTRanker":
         """Write the fitted model to a JSON file that :func:`lambdamart.load_model` reads without pickle.
 
         The file holds the parameters, feature names and every tree's split features, raw thresholds, children

@@ -9,8 +9,16 @@ import numpy as np
 import pytest
 
 from lambdamart._engine.binning import bin_features, find_thresholds
-from lambdamart._engine.grower import (GrowthParams, GrownTree, find_node_split, gather_node, grow_tree,
-                                       make_workspace, node_histogram, partition_node)
+from lambdamart._engine.grower import (
+    GrownTree,
+    GrowthParams,
+    find_node_split,
+    gather_node,
+    grow_tree,
+    make_workspace,
+    node_histogram,
+    partition_node,
+)
 from lambdamart._engine.histogram import make_layout, new_histograms
 from lambdamart._engine.split import leaf_value
 

@@ -285,8 +285,8 @@ def build_block(codes, layout, k, rows, ordered_grad, ordered_hess, sum_grad, su
         _accumulate_four(hist, rows, ordered_grad, ordered_hess, codes[a], codes[b], codes[c], codes[e],
                          bin_offsets[a], bin_offsets[b], bin_offsets[c], bin_offsets[e])
         d += 4
-    for d in range(d, block_dense[k + 1]):  # only where a block had to be cut inside a group of four
-        f = dense_features[d]
+    for rest in range(d, block_dense[k + 1]):  # only where a block had to be cut inside a group of four
+        f = dense_features[rest]
         _accumulate_one(hist, rows, ordered_grad, ordered_hess, codes[f], bin_offsets[f])
     _accumulate_sparse(hist, rows, ordered_grad, ordered_hess, layout.sparse_ptr[k], layout.sparse_bin, base)
     for f in range(f0, f1):

@@ -10,7 +10,6 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-
 _RELATIVE_GAIN_TOLERANCE = 1e-10
 
 

@@ -1,7 +1,8 @@
 """Thread counts for numba's parallel kernels, and the lock that keeps unsafe threading layers from aborting.
 
-Every parallel region of a fit, predict or metric runs inside :func:`parallel_region`, which sets numba's thread
-count for its duration (joblib's ``n_jobs`` convention) and restores it afterwards.
+Every parallel kernel of a fit or predict runs inside :func:`parallel_region`, which sets numba's thread count for
+its duration (joblib's ``n_jobs`` convention) and restores it afterwards; the public metrics, which have no
+``n_jobs``, launch theirs inside :func:`serialised_launches` with the caller's thread count.
 """
 
 import threading
@@ -35,15 +36,22 @@ def _thread_safe_layer():
 
 
 @contextmanager
+def serialised_launches():
+    """Let one thread at a time launch parallel kernels, on layers that abort on concurrent launches (re-entrant)."""
+    if _thread_safe_layer():
+        yield
+    else:
+        with _LAUNCH_LOCK:
+            yield
+
+
+@contextmanager
 def parallel_region(n_jobs):
     """Run numba parallel kernels with ``n_jobs`` threads, serialised on layers that abort on concurrent launches."""
     previous = numba.get_num_threads()
     numba.set_num_threads(n_threads(n_jobs))
     try:
-        if _thread_safe_layer():
+        with serialised_launches():
             yield
-        else:
-            with _LAUNCH_LOCK:
-                yield
     finally:
         numba.set_num_threads(previous)

@@ -116,9 +116,9 @@ class LambdaMARTRanker(BaseEstimator):
         with all of them (O(n·k) instead of O(n²) for large queries).
     position_bias_norm : float, default=0.5
         Unbiased LambdaMART only (``fit(..., position=...)``): the regularisation p of the position biases, each
-        estimated as the (1 / (1 + p))-th power of its share of the pair losses. 0 is the paper's unregularised
-        estimate; larger p keeps the biases nearer 1, trading correction for stability at rarely clicked
-        positions.
+        estimated as the (1 / (1 + p))-th power of its pair losses relative to the top position's. 0 is the
+        paper's unregularised estimate; larger p keeps the biases nearer 1, trading correction for stability at
+        rarely clicked positions.
     pair_normalization : bool, default=True
         Divide each pair's |ΔNDCG| by ``0.01 + |Δscore|`` (LightGBM's ``lambdarank_norm``).
     query_normalization : bool, default=True
@@ -142,7 +142,8 @@ class LambdaMARTRanker(BaseEstimator):
     n_jobs : int or None, default=None
         Threads for fit and predict; None or -1 uses all cores.
     random_state : int, RandomState or None, default=None
-        Seeds binning subsamples, ``subsample``, ``max_features`` and the validation split.
+        Seeds binning subsamples, ``subsample``, ``max_features``, the validation split, RankNet's sampled
+        partners (``pairs_per_document``) and ListMLE's tie-breaks.
     verbose : int, default=0
         Print progress every ``verbose`` rounds (0: silent).
     importance_type : {"gain", "split"}, default="gain"
@@ -285,7 +286,7 @@ class LambdaMARTRanker(BaseEstimator):
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Features; NaN marks a missing value. Sparse input is densified.
         y : array-like of shape (n_samples,)
-            Relevance labels (non-negative; integers for exponential gain).
+            Relevance labels (non-negative; integers when ``gain`` is a table).
         qid : array-like of shape (n_samples,), default=None
             Query id of every row, in any order. None (and no ``group``) treats all rows as one query.
         group : array-like of int, default=None

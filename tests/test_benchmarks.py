@@ -1,29 +1,36 @@
 """benchmarks/compare.py keeps working: a tiny end-to-end run, and its LETOR directory layouts.
 
-Nothing here looks at a timing (DESIGN.md §6); the figures live in benchmarks/RESULTS.md.
+Nothing here looks at a timing (docs/design.md, "Benchmarks and measurement"); the figures live in
+benchmarks/RESULTS.md.
 """
 
+import importlib
 import importlib.util
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 from sklearn.datasets import dump_svmlight_file
 
-COMPARE = Path(__file__).resolve().parents[1] / "benchmarks" / "compare.py"
+REPO = Path(__file__).resolve().parents[1]
+BENCHMARKS = REPO / "benchmarks"
+COMPARE = BENCHMARKS / "compare.py"
 
 
 @pytest.fixture(scope="module")
-def compare():
-    spec = importlib.util.spec_from_file_location("benchmarks_compare", COMPARE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def bench():
+    """The benchmark's modules, imported as the script imports them: with benchmarks/ on sys.path."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.syspath_prepend(str(BENCHMARKS))
+        return SimpleNamespace(**{name: importlib.import_module(name)
+                                  for name in ("compare", "data", "libraries", "report")})
 
 
-def test_smoke_run_writes_and_prints_the_report(tmp_path):
+@pytest.mark.slow
+def test_smoke_run_writes_and_prints_the_report(bench, tmp_path):
     output = tmp_path / "RESULTS.md"
     # One thread: on a busy machine OpenMP thread pools can spend seconds in barriers even on this tiny data, and
     # this test is about the script working, not about its figures.
@@ -47,6 +54,10 @@ def test_smoke_run_writes_and_prints_the_report(tmp_path):
     if importlib.util.find_spec("lightgbm") is not None:
         assert "### Ratios to lightgbm" in report
     assert "**Failed:**" not in report
+    for stage in bench.report.PROFILE_STAGES.values():  # the estimator's own fit_profile_ stages
+        assert f"| {stage} |" in report
+    # The report is committed: no path of the machine it ran on (the --output path here is a temporary one).
+    assert str(tmp_path) not in report and str(REPO) not in report
 
 
 def _ranking_files(rng, n_queries, n_features):
@@ -57,19 +68,19 @@ def _ranking_files(rng, n_queries, n_features):
     return X, y, qid, sizes
 
 
-def test_lightgbm_layout_with_query_files(compare, tmp_path):
+def test_lightgbm_layout_with_query_files(bench, tmp_path):
     rng = np.random.default_rng(0)
     for name, n_queries, n_features in (("rank.train", 6, 7), ("rank.test", 3, 5)):  # test file is narrower
         X, y, _, sizes = _ranking_files(rng, n_queries, n_features)
         dump_svmlight_file(X, y, str(tmp_path / name), zero_based=False)
         (tmp_path / f"{name}.query").write_text("\n".join(map(str, sizes)) + "\n")
-    data = compare.letor_dataset(tmp_path)["arrays"]
+    data = bench.data.letor_dataset(tmp_path)["arrays"]
     assert data["X_train"].shape[1] == data["X_test"].shape[1] == 7
     assert data["X_train"].dtype == np.float32
     assert np.unique(data["qid_train"]).shape[0] == 6 and np.unique(data["qid_test"]).shape[0] == 3
 
 
-def test_mslr_fold_layout_is_found_from_the_root(compare, tmp_path):
+def test_mslr_fold_layout_is_found_from_the_root(bench, tmp_path):
     rng = np.random.default_rng(1)
     fold = tmp_path / "Fold1"
     fold.mkdir()
@@ -77,31 +88,40 @@ def test_mslr_fold_layout_is_found_from_the_root(compare, tmp_path):
         X, y, qid, _ = _ranking_files(rng, n_queries, 4)
         order = rng.permutation(n_queries)[qid]  # query ids out of order: the loader groups them
         dump_svmlight_file(X, y, str(fold / name), query_id=order * 10, zero_based=False)
-    data = compare.letor_dataset(tmp_path)["arrays"]
+    data = bench.data.letor_dataset(tmp_path)["arrays"]
     assert np.all(np.diff(data["qid_train"]) >= 0)
     assert data["X_test"].shape[1] == 4
 
 
-def test_unknown_layout_and_library_are_clear_errors(compare, tmp_path):
+def test_unknown_layout_and_library_are_clear_errors(bench, tmp_path):
     with pytest.raises(SystemExit, match="rank.train \\+ rank.test or train.txt \\+ test.txt"):
-        compare.letor_dataset(tmp_path)
+        bench.data.letor_dataset(tmp_path)
     with pytest.raises(SystemExit):
-        compare.parse_args(["--libraries", "lambdamart,catboost"])
+        bench.compare.parse_args(["--libraries", "lambdamart,catboost"])
 
 
-def test_group_sizes_are_runs_of_equal_query_ids(compare):
-    assert compare._group_sizes(np.array([3, 3, 5, 5, 5, 9])).tolist() == [2, 3, 1]
+def test_report_paths_are_relative_to_the_repository(bench):
+    shared = REPO.parent / "shared" / "data"
+    argv = ["--data", str(shared), f"--output={REPO / 'benchmarks' / 'X.md'}", "--rounds", "5"]
+    assert bench.compare.command_line(argv) == \
+        "python benchmarks/compare.py --data ../shared/data --output=benchmarks/X.md --rounds 5"
+    assert bench.compare.command_line(["--out", "/nowhere/near/r.md"]).endswith("--out r.md")  # elsewhere: name
 
 
-def test_objectives_skip_when_only_lambdarank_exists(compare, monkeypatch, capsys):
+def test_group_sizes_are_runs_of_equal_query_ids(bench):
+    assert bench.libraries._group_sizes(np.array([3, 3, 5, 5, 5, 9])).tolist() == [2, 3, 1]
+
+
+def test_objectives_skip_when_only_lambdarank_exists(bench, monkeypatch, capsys):
+    compare = bench.compare
     # --objectives runs a fit process per objective; here only the decision and the report lines are checked.
     monkeypatch.setattr(compare, "ranker_objectives", lambda: ["lambdarank"])
     section = compare.run_objectives(attempt=None, workdir=None, name="x", arrays=None)
     assert "only objective='lambdarank'" in capsys.readouterr().err
-    assert "nothing to compare" in compare._objectives_lines(section)[0]
-    table = compare._objectives_lines({"results": {"lambdarank": {"fit_s": 1.5, "ndcg10": 0.5}}})
+    assert "nothing to compare" in bench.report._objectives_lines(section)[0]
+    table = bench.report._objectives_lines({"results": {"lambdarank": {"fit_s": 1.5, "ndcg10": 0.5}}})
     assert "| lambdarank | 1.50 s | 0.5000 |" in "\n".join(table)
 
 
-def test_ranker_objectives_include_lambdarank(compare):
-    assert "lambdarank" in compare.ranker_objectives()
+def test_ranker_objectives_include_lambdarank(bench):
+    assert "lambdarank" in bench.compare.ranker_objectives()

@@ -3,7 +3,7 @@
 Node ``i`` is a leaf when ``left[i] == -1`` and then holds ``value[i]``; otherwise rows with
 ``x[feature[i]] <= threshold[i]`` go to ``left[i]``, larger values to ``right[i]``, NaN to the side
 ``missing_left[i]`` says. Child indices are absolute, and tree ``t`` starts at node ``tree_starts[t]``. A dict of
-plain arrays pickles, saves to ``.npz`` and predicts from any thread.
+plain arrays pickles, saves to the JSON model file and predicts from any thread.
 """
 
 import numpy as np

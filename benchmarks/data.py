@@ -1,0 +1,112 @@
+"""The datasets the benchmark runs on, their train/test split by query, and how the test split is scored.
+
+lambdamart is imported inside the functions, never at module level: worker processes import this module too, and
+they time ``import lambdamart`` themselves.
+"""
+
+from pathlib import Path
+
+import numpy as np
+from context import REPO, display_path
+
+# LightGBM's example data, kept outside the repository (it may not be copied in); used when present.
+SHARED_EXAMPLE = REPO.parent / "shared" / "data" / "lightgbm-lambdarank-example"
+
+DEFAULT_QUERIES = 6000  # make_ranking_data(6000): ~570k training rows x 136, the shape of MSLR-WEB10K Fold 1
+TRAIN_SHARE = 0.8  # of the queries, the rest is the held-out test split
+NDCG_CUTOFFS = (1, 5, 10)
+# (train file, test file) of the layouts we accept: LightGBM's example (sizes in .query files) and an MSLR fold.
+LETOR_LAYOUTS = (("rank.train", "rank.test"), ("train.txt", "test.txt"))
+
+
+def datasets_from_args(args):
+    """Loaders (called one at a time, so only one dataset is in memory) for the datasets to run."""
+    if args.data:
+        return [lambda: letor_dataset(args.data)]
+    if args.synthetic:
+        return [lambda: synthetic_dataset(args.synthetic)]
+    loaders = [lambda: synthetic_dataset(DEFAULT_QUERIES)]
+    if SHARED_EXAMPLE.is_dir():
+        loaders.append(lambda: letor_dataset(SHARED_EXAMPLE))
+    return loaders
+
+
+def synthetic_dataset(n_queries):
+    from lambdamart.datasets import make_ranking_data
+
+    X, y, qid = make_ranking_data(n_queries, random_state=0)
+    return _dataset("synthetic", f"make_ranking_data({n_queries}, random_state=0), first 80 % of queries to train",
+                    *_split_by_query(X, y, qid))
+
+
+def letor_dataset(directory):
+    from lambdamart.datasets import load_letor
+
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise SystemExit(f"compare.py: --data {directory}: not a directory.")
+    if not any((directory / t).exists() for t, _ in LETOR_LAYOUTS) and (directory / "Fold1").is_dir():
+        directory = directory / "Fold1"  # an MSLR root: take its first fold
+    for train_name, test_name in LETOR_LAYOUTS:
+        if (directory / train_name).exists() and (directory / test_name).exists():
+            train, test = load_letor(directory / train_name), load_letor(directory / test_name)
+            train, test = _same_width(train, test)
+            return _dataset(directory.name, f"{display_path(directory / train_name)} / {test_name} (load_letor)",
+                            train, test)
+    layouts = " or ".join(f"{a} + {b}" for a, b in LETOR_LAYOUTS)
+    raise SystemExit(f"compare.py: --data {directory}: expected {layouts} in the directory "
+                     "(LightGBM's example layout, with .query size files, or an MSLR fold).")
+
+
+def _split_by_query(X, y, qid, train_share=TRAIN_SHARE):
+    """First ``train_share`` of the query ids for training, the rest for testing (generated queries are i.i.d.)."""
+    queries = np.unique(qid)
+    if queries.shape[0] < 2:
+        raise SystemExit("compare.py: the data needs at least 2 queries to hold some out.")
+    n_train = min(max(1, int(round(train_share * queries.shape[0]))), queries.shape[0] - 1)
+    train = np.isin(qid, queries[:n_train])
+    return (X[train], y[train], qid[train]), (X[~train], y[~train], qid[~train])
+
+
+def _same_width(train, test):
+    """Pad the narrower split with zero columns: in LETOR files an absent feature is 0."""
+    width = max(train[0].shape[1], test[0].shape[1])
+
+    def pad(X):
+        return np.hstack([X, np.zeros((X.shape[0], width - X.shape[1]), X.dtype)]) if X.shape[1] < width else X
+
+    return (pad(train[0]), *train[1:]), (pad(test[0]), *test[1:])
+
+
+def _sorted_by_query(X, y, qid):
+    """Rows grouped by query id (stable): XGBoost requires it and LightGBM's group sizes assume it."""
+    if np.all(qid[1:] >= qid[:-1]):
+        return X, y, qid
+    order = np.argsort(qid, kind="stable")
+    return np.ascontiguousarray(X[order]), y[order], qid[order]
+
+
+def _dataset(name, source, train, test):
+    (X_tr, y_tr, q_tr), (X_te, y_te, q_te) = _sorted_by_query(*train), _sorted_by_query(*test)
+    arrays = dict(X_train=np.ascontiguousarray(X_tr, dtype=np.float32), y_train=y_tr, qid_train=q_tr,
+                  X_test=np.ascontiguousarray(X_te, dtype=np.float32), y_test=y_te, qid_test=q_te)
+    return {"name": name, "source": source, "arrays": arrays}
+
+
+def data_shape(arrays):
+    """Rows, features, queries and bytes of a dataset's arrays, for the report."""
+    X_tr, X_te = arrays["X_train"], arrays["X_test"]
+    return dict(train_rows=X_tr.shape[0], test_rows=X_te.shape[0], features=X_tr.shape[1],
+                train_queries=int(np.unique(arrays["qid_train"]).shape[0]),
+                test_queries=int(np.unique(arrays["qid_test"]).shape[0]),
+                data_bytes=int(sum(a.nbytes for a in arrays.values())))
+
+
+def ndcg_on_test(scores, arrays):
+    """NDCG@k of test-split scores for every k in ``NDCG_CUTOFFS``: one implementation judges every library."""
+    from lambdamart.metrics import ndcg
+
+    # Exponential gain, queries without a relevant document count 1, tied scores averaged (docs/design.md,
+    # Metrics).
+    return {k: ndcg(arrays["y_test"], scores, arrays["qid_test"], k=k, gain="exponential", empty=1.0,
+                    ties="average") for k in NDCG_CUTOFFS}

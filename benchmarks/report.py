@@ -1,0 +1,256 @@
+"""The markdown report: the header, one section per dataset, and the notes on how everything is measured.
+
+Rendering only: every figure comes from the workers' results and the run's metadata, gathered by compare.py.
+"""
+
+from data import NDCG_CUTOFFS
+from libraries import LIBRARIES, REFERENCE, XGB_MIN_CHILD_WEIGHT
+from worker import PREDICT_REPEATS, SERVING_CALLS, SERVING_DOCS, TINY_ROUNDS, TINY_ROWS
+
+
+def _md_table(header, rows):
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _sec(x):
+    return "–" if x is None else f"{x:.2f} s" if x >= 1 else f"{x * 1000:.0f} ms" if x >= 0.01 else \
+        f"{x * 1000:.2f} ms"
+
+
+def _us(x):
+    return f"{x * 1e6:.0f} µs"
+
+
+def _mb(x):
+    return f"{x / 2**20:.0f} MB" if x >= 2**20 else f"{x / 2**10:.0f} kB"
+
+
+def _ratio(ours, ref):
+    return "–" if ours is None or ref in (None, 0) else f"{ours / ref:.2f}×"
+
+
+def render_report(meta, sections, libraries, skipped):
+    parts = [
+        "# Benchmark: LambdaMARTRanker vs LightGBM vs XGBoost",
+        "",
+        f"- Date: {meta['date']}",
+        f"- Command: `{meta['command']}`",
+        f"- Machine: {meta['machine']}",
+        "- Versions: " + ", ".join(f"{k} {v}" for k, v in meta["versions"].items()),
+        f"- lambdamart checkout: {meta['revision']}",
+        f"- Load average (1 min) before / after the run: {meta['load_before']} / {meta['load_after']} "
+        "(other work on a shared machine makes every figure noisier; multi-threaded runs suffer most)",
+        f"- Settings: {meta['settings']['rounds']} rounds, learning rate 0.1, 31 leaves, min 20 rows per leaf, "
+        f"255 bins, truncation 30, {meta['settings']['threads']} threads",
+    ]
+    parts += [f"- Skipped: {note}" for note in skipped]
+    parts += ["", "Constructor arguments, exactly as run:", ""]
+    parts += [f"- `{LIBRARIES[n].estimator}({_kwargs(LIBRARIES[n].params(meta['settings']))})`" for n in libraries]
+    for section in sections:
+        parts += ["", *render_section(section, libraries)]
+    parts += ["", render_notes()]
+    return "\n".join(parts) + "\n"
+
+
+def _kwargs(params):
+    return ", ".join(f"{k}={v!r}" for k, v in params.items())
+
+
+def render_section(section, libraries):
+    s = section["shape"]
+    out = [f"## {section['name']}: {s['train_rows']:,} training rows × {s['features']} features "
+           f"({s['train_queries']:,} queries), {s['test_rows']:,} test rows ({s['test_queries']:,} queries)",
+           "", f"Data: {section['source']}; {_mb(s['data_bytes'])} of arrays (float32 features) in every worker.", ""]
+    fits = section["fit"]
+    if fits:
+        out += [_training_table(fits, libraries), "", _ratio_table(fits, section["serve"], libraries), ""]
+    if section["serve"]:
+        out += [_serving_table(section["serve"], libraries), ""]
+        out += _import_check(section)
+    if section.get("profile"):
+        out += _profile_table(section["profile"], fits.get("lambdamart"))
+    if section.get("objectives"):
+        out += _objectives_lines(section["objectives"])
+    if fits.get("lambdamart") and fits.get(REFERENCE):
+        out += _targets(fits, section["serve"])
+    for error in section["errors"]:
+        out += ["", "**Failed:**", "", "```", error, "```"]
+    return out
+
+
+def _training_table(fits, libraries):
+    header = ["library", "import", "first-call overhead (tiny fit)", "fit", "fit CPU (all threads)",
+              "first fit in fresh process", "predict (test split)", "rows/s", "peak RSS", "RSS over data",
+              "model pickle", *[f"NDCG@{k}" for k in NDCG_CUTOFFS]]
+    rows = []
+    for name in (n for n in libraries if n in fits):
+        r = fits[name]
+        fit = _sec(r["fit_s"])
+        if len(r["fit_runs"]) > 1:
+            fit += " (fastest of " + ", ".join(_sec(t) for t in r["fit_runs"]) + ")"
+        rows.append([name, _sec(r["import_s"]), _sec(r["first_call_s"]), fit, _sec(r["fit_cpu_s"]),
+                     _sec(_first_fit(r)), _sec(r["predict_s"]), f"{r['rows_per_s']:,.0f}", _mb(r["peak_rss"]),
+                     _mb(r["peak_rss"] - r["rss_after_load"]), _mb(r["model_bytes"]),
+                     *[f"{_ndcg(r, k):.4f}" for k in NDCG_CUTOFFS]])
+    return "### Training and batch prediction\n\n" + _md_table(header, rows)
+
+
+def _ratio_table(fits, serves, libraries):
+    ref = fits.get(REFERENCE)
+    if ref is None:
+        return f"(no ratios: {REFERENCE} did not run)"
+    ref_serve = serves.get(REFERENCE, {})
+    header = ["library", "fit", "fit CPU", "first fit", "predict rows/s", "peak RSS", "RSS over data", "serving p50",
+              "serving p99", *[f"NDCG@{k} (Δ)" for k in NDCG_CUTOFFS]]
+    rows = []
+    for name in (n for n in libraries if n in fits):
+        r, sv = fits[name], serves.get(name, {})
+        ndcgs = [f"{_ratio(_ndcg(r, k), _ndcg(ref, k))} ({_ndcg(r, k) - _ndcg(ref, k):+.4f})" for k in NDCG_CUTOFFS]
+        rows.append([name, _ratio(r["fit_s"], ref["fit_s"]), _ratio(r["fit_cpu_s"], ref["fit_cpu_s"]),
+                     _ratio(_first_fit(r), _first_fit(ref)),
+                     _ratio(r["rows_per_s"], ref["rows_per_s"]), _ratio(r["peak_rss"], ref["peak_rss"]),
+                     _ratio(_overhead(r), _overhead(ref)), _ratio(sv.get("p50_s"), ref_serve.get("p50_s")),
+                     _ratio(sv.get("p99_s"), ref_serve.get("p99_s")), *ndcgs])
+    return (f"### Ratios to {REFERENCE} (times, memory: lower is better; rows/s, NDCG: higher is better)\n\n"
+            + _md_table(header, rows))
+
+
+def _ndcg(r, k):
+    return r["ndcg"][k]
+
+
+def _first_fit(r):
+    return r["import_s"] + r["first_call_s"] + r["fit_s"]
+
+
+def _overhead(r):
+    return r["peak_rss"] - r["rss_after_load"]
+
+
+def _serving_table(serves, libraries):
+    header = ["library", "call", "import", "unpickle", "first predict", "p50", "p99", "mean"]
+    rows = [[name, LIBRARIES[name].serve_path, _sec(serves[name]["import_s"]),
+             _sec(serves[name]["unpickle_s"]), _sec(serves[name]["first_predict_s"]), _us(serves[name]["p50_s"]),
+             _us(serves[name]["p99_s"]), _us(serves[name]["mean_s"])] for name in libraries if name in serves]
+    return (f"### Serving: one query of {SERVING_DOCS} documents per call, {SERVING_CALLS:,} calls, model unpickled "
+            "in a fresh process\n\n" + _md_table(header, rows))
+
+
+def _import_check(section):
+    serve = section["serve"].get("lambdamart")
+    if not serve or "numba_after_import" not in serve:
+        return []
+    state = serve["numba_after_import"]
+    verdict = "nothing compiled or loaded" if state["signatures"] == 0 else \
+        f"{state['signatures']} signatures present (something compiles or loads at import)"
+    lines = [f"`import lambdamart` in the serving process took {_sec(serve['import_s'])}; afterwards its "
+             f"{state['kernels']} numba kernels had {state['signatures']} signatures: {verdict}. "
+             f"Kernels compiled in the whole serving process: {serve['numba']['compiled']}."]
+    warm, fit = section.get("warmup"), section["fit"].get("lambdamart")
+    if warm and fit:
+        lines[0] += (f" The warm-up process compiled {_compiled(warm['numba'])} (none when the cache was already "
+                     f"warm); the timed fit process compiled {_compiled(fit['numba'])}.")
+    return lines + [""]
+
+
+def _compiled(state):
+    if not state["compiled"]:
+        return "nothing"
+    return f"{state['compiled']} signatures ({', '.join(state['compiled_names'])})"
+
+
+# The stages of LambdaMARTRanker.fit_profile_ as the report names them; a stage the estimator adds later shows
+# under its own key.
+PROFILE_STAGES = {
+    "binning": "binning (thresholds, codes, histogram layout)",
+    "gradients": "gradients (the objective's λ and w)",
+    "tree_growth": "tree growth (histograms, split finding, partition)",
+    "score_update": "score update",
+    "validation": "validation (binning the eval set, scoring it every round, per-round NDCG)",
+}
+
+
+def _profile_table(profile, fit):
+    stages = dict(profile["stages"])
+    total = stages.pop("total")
+    other = total - sum(stages.values())
+    rows = [[PROFILE_STAGES.get(stage, stage), _sec(sec), f"{100 * sec / total:.1f} %"]
+            for stage, sec in sorted(stages.items(), key=lambda kv: -kv[1])]
+    rows.append(["other (input checks, query grouping, objective set-up, Python loop, tree records)", _sec(other),
+                 f"{100 * other / total:.1f} %"])
+    rows.append(["**fit total (profile run)**", _sec(total), "100 %"])
+    lines = ["### Where LambdaMARTRanker's fit time goes (`--profile`)", "",
+             "A separate process fits once more with the test split as `eval_set` (early_stopping=False) so that "
+             "validation shows; the times are the fitted ranker's own `fit_profile_`. "
+             f"Without the eval_set the fit is the rest: about {_sec(total - stages.get('validation', 0))}"
+             + (f" (timed fit above: {_sec(fit['fit_s'])})." if fit else "."), "",
+             _md_table(["stage", "time", "share"], rows), ""]
+    if profile["numba"]["compiled"]:
+        lines += [f"Warning: the profile process compiled {_compiled(profile['numba'])}; that time is in it.", ""]
+    return lines
+
+
+def _objectives_lines(objectives):
+    if "skipped" in objectives:
+        return [f"Objectives (`--objectives`): {objectives['skipped']}", ""]
+    rows = [[name, _sec(r["fit_s"]), f"{r['ndcg10']:.4f}"] for name, r in objectives["results"].items()]
+    return ["### LambdaMARTRanker objectives", "", _md_table(["objective", "fit", "NDCG@10"], rows), ""]
+
+
+def _targets(fits, serves):
+    """The targets of issue 5, computed for this run (reported, never asserted)."""
+    ours, ref = fits["lambdamart"], fits[REFERENCE]
+    checks = [
+        ("fit time ≤ 1.0× LightGBM (target 0.7×)", ours["fit_s"] / ref["fit_s"], lambda v: v <= 1.0, "{:.2f}×"),
+        ("NDCG@10 ≥ LightGBM − 0.003", _ndcg(ours, 10) - _ndcg(ref, 10), lambda v: v >= -0.003, "{:+.4f}"),
+        ("predict rows/s ≥ LightGBM", ours["rows_per_s"] / ref["rows_per_s"], lambda v: v >= 1.0, "{:.2f}×"),
+        ("peak RSS ≤ 1.5× LightGBM", ours["peak_rss"] / ref["peak_rss"], lambda v: v <= 1.5, "{:.2f}×"),
+        ("import + JIT load of a first fit ≤ 3 s (warm cache)", ours["import_s"] + ours["first_call_s"],
+         lambda v: v <= 3.0, "{:.2f} s"),
+    ]
+    if "lambdamart" in serves and REFERENCE in serves:
+        for q in ("p50", "p99"):
+            checks.append((f"serving {q} ≤ LightGBM", serves["lambdamart"][f"{q}_s"] / serves[REFERENCE][f"{q}_s"],
+                           lambda v: v <= 1.0, "{:.2f}×"))
+    rows = [[what, fmt.format(value), "met" if ok(value) else "**not met**"] for what, value, ok, fmt in checks]
+    return ["### Targets of issue 5 on this data (reported, not asserted)", "",
+            _md_table(["target", "this run", ""], rows), ""]
+
+
+def render_notes():
+    return f"""## How this is measured, and what was decided for fairness
+
+- Same rows for everyone: float32 features, rows grouped by query id (XGBoost requires sorted qid; LightGBM gets the
+  sizes of consecutive queries as `group`, the others `qid`). The split is by query: no query straddles train and
+  test. Every library builds its own bins from the same numpy array inside `fit` (LightGBM's Dataset, XGBoost's
+  quantile sketch, our binning), so fit time includes that.
+- Each library runs in fresh processes: a fit worker (import, a tiny {TINY_ROUNDS}-round fit on {TINY_ROWS} rows,
+  the timed fit, batch predict) and a serving worker. For lambdamart a warm-up process runs first so the numba
+  cache on disk is warm; the tiny fit then measures what loading cached kernels costs ("first-call overhead"), and
+  "first fit in fresh process" = import + tiny fit + fit. The tiny fit runs for every library, so the columns mean
+  the same for all. Fit is timed once per process; with `--repeat N` every library is fitted N times, the
+  libraries interleaved, and the fastest run is reported (its other figures come from the same process).
+  "Fit CPU" is the process's CPU time during fit, all threads summed: other work on the machine inflates it less
+  than wall time (spinning thread pools still count).
+- Batch predict: one untimed call, then the best of {PREDICT_REPEATS}; rows/s is test rows over that time. Each
+  library predicts with the thread count of the benchmark.
+- Peak RSS is the worker's high-water mark at the end (VmHWM from /proc/self/status: on Linux `ru_maxrss` of a
+  freshly exec'd child starts at its parent's peak, which here holds the whole dataset, so it would be wrong).
+  "RSS over data" subtracts the peak measured right after the worker loaded the data (before importing the
+  library), so it is the library's import plus training and prediction overhead.
+- NDCG@k is `lambdamart.metrics.ndcg` on each library's test scores: gain 2^label − 1, a query without relevant
+  documents counts 1, tied scores averaged over their orders (so no library gains from row order on ties).
+- XGBoost has no minimum row count per leaf: `min_child_weight={XGB_MIN_CHILD_WEIGHT}` (the minimum hessian sum
+  LightGBM and lambdamart also use by default) stands in, and no leaf-size floor applies to it. `reg_lambda=0`
+  matches the other two (XGBoost's default is 1). `max_depth=0` with `grow_policy="lossguide"` grows leaf-wise to
+  31 leaves. Truncation 30 is emulated with `lambdarank_pair_method="topk"`, `lambdarank_num_pair_per_sample=30`;
+  that is close to, not the same as, LightGBM's truncation level.
+- Serving: each library's leanest documented single-query path on one thread (named in the table); LightGBM and
+  XGBoost are called through their Booster, which skips their sklearn wrappers' input checks, while ours goes
+  through `LambdaMARTRanker.predict` with its scikit-learn validation. The {SERVING_CALLS:,} calls score blocks of
+  {SERVING_DOCS} consecutive test rows; the first call after unpickling is timed apart and not in the percentiles.
+- The profile is `LambdaMARTRanker.fit_profile_`: the estimator times each stage of its own fit (numba kernels
+  return only when their work is done); finer splits inside tree growth are not measured.
+"""

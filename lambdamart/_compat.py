@@ -12,4 +12,14 @@ from sklearn.utils._param_validation import Interval, StrOptions
 # Sample-weight checks (shape, finiteness, non-negativity) with scikit-learn's messages.
 from sklearn.utils.validation import _check_sample_weight as check_sample_weight
 
-__all__ = ["Interval", "StrOptions", "check_sample_weight"]
+
+def validate_params(estimator):
+    """Check ``estimator``'s parameters against its ``_parameter_constraints`` (scikit-learn's messages).
+
+    ``BaseEstimator._validate_params`` is what ``fit`` calls; the model file reader and the command line call it too,
+    to reject bad parameters before any work.
+    """
+    estimator._validate_params()
+
+
+__all__ = ["Interval", "StrOptions", "check_sample_weight", "validate_params"]

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ._compat import validate_params
 from ._engine.tree import NODE_DTYPES
 from ._version import __version__
 
@@ -197,7 +198,7 @@ def _field(mapping, key, where):
 def _from_document(doc, cls):
     ranker = cls(**_decode_params(_field(doc, "params", "the file"), cls))
     try:
-        ranker._validate_params()
+        validate_params(ranker)
     except (TypeError, ValueError) as e:
         raise _FormatError(f"its parameters are invalid: {e}") from None
 

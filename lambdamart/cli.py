@@ -13,13 +13,16 @@ safe JSON files of :meth:`LambdaMARTRanker.save_model`.
 
 Results go to stdout and everything else (progress of ``predict``/``evaluate``, notes, errors) to stderr. Exit
 codes: 0 success; 1 a file is missing, unreadable or malformed, or the data cannot be trained on; 2 the command
-line is wrong (unknown option, parameter or metric, or an invalid parameter value); 130 interrupted.
+line is wrong (unknown option, parameter or metric, or an invalid parameter value); 130 interrupted; 141 stdout
+was closed by its reader before the output was all written (``lambdamart predict ... | head``): the command stops
+quietly, with the code a shell reports for a tool that SIGPIPE ended (128 + 13), as 130 is 128 + SIGINT.
 """
 
 import argparse
 import ast
 import difflib
 import os
+import select
 import sys
 import time
 import warnings
@@ -29,7 +32,7 @@ import numpy as np
 
 from . import __version__
 
-EXIT_OK, EXIT_DATA, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_DATA, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 0, 1, 2, 130, 141
 
 _FORMATS = """\
 Data files are LETOR/SVMlight text, one document per line: "<label> qid:<query id> <index>:<value> ...", or
@@ -37,7 +40,7 @@ the same without qid: when FILE.query holds the number of consecutive rows of ea
 Feature indices are 1-based unless index 0 occurs in the file; .gz and .bz2 files are read too.
 
 Exit codes: 0 success, 1 missing/unreadable/malformed file or untrainable data, 2 bad command line, 130
-interrupted."""
+interrupted, 141 stdout closed early by its reader (e.g. "| head"; output stops quietly)."""
 
 # Other libraries' names for LambdaMARTRanker parameters, to turn "unknown parameter" into a pointer.
 _ALIASES = {
@@ -69,6 +72,18 @@ class CommandError(Exception):
 
 
 def usage_error(message):
+    """A :class:`CommandError` for a wrong command line: exit code 2, and the usage is printed before it.
+
+    Parameters
+    ----------
+    message : str
+        The error, one line.
+
+    Returns
+    -------
+    CommandError
+        To raise.
+    """
     return CommandError(message, EXIT_USAGE)
 
 
@@ -76,6 +91,7 @@ def usage_error(message):
 
 
 def build_parser():
+    """The argument parser of the ``lambdamart`` command and its four subcommands."""
     parser = argparse.ArgumentParser(
         prog="lambdamart",
         description="Gradient-boosted LambdaMART learning to rank. Start with 'lambdamart demo'.",
@@ -83,8 +99,8 @@ def build_parser():
     parser.add_argument("--version", action="version", version=f"lambdamart {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    def command(name, help, description, run):
-        sub = commands.add_parser(name, help=help, description=description, epilog=_FORMATS,
+    def command(name, summary, description, run):
+        sub = commands.add_parser(name, help=summary, description=description, epilog=_FORMATS,
                                   formatter_class=argparse.RawDescriptionHelpFormatter)
         sub.set_defaults(run=run, parser=sub)
         return sub
@@ -134,12 +150,40 @@ def build_parser():
 
 
 def main(argv=None):
-    """Run the command line; returns the exit code (the console script passes it to ``sys.exit``)."""
+    """Run the command line.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments after the program name; default ``sys.argv[1:]``.
+
+    Returns
+    -------
+    int
+        The exit code, which the console script passes to ``sys.exit``: 0 success, 1 file or data error, 2 usage
+        error, 130 interrupted, 141 stdout closed by its reader before the output was all written.
+    """
+    try:
+        code = _dispatch(argv)
+    except BrokenPipeError:  # e.g. `lambdamart predict ... | head -1`: the reader left; stop quietly, like cat
+        _stdout_to_devnull()
+        return EXIT_BROKEN_PIPE
+    # Flush here, not at interpreter exit, so that a reader who left is seen: Python would otherwise print
+    # "Exception ignored ... BrokenPipeError" and end with another code than the one returned.
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _stdout_to_devnull()
+        return EXIT_BROKEN_PIPE if code == EXIT_OK else code  # a failure already reported stays the exit code
+    return code
+
+
+def _dispatch(argv):
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
-    except SystemExit as exit:  # --help, --version (0) or a usage error argparse has already printed (2)
-        return exit.code if isinstance(exit.code, int) else EXIT_USAGE
+    except SystemExit as stop:  # --help, --version (0) or a usage error argparse has already printed (2)
+        return stop.code if isinstance(stop.code, int) else EXIT_USAGE
     if args.command is None:
         parser.print_help()
         return EXIT_OK
@@ -154,10 +198,24 @@ def main(argv=None):
     except KeyboardInterrupt:
         print(f"lambdamart {args.command}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except BrokenPipeError:  # e.g. `lambdamart predict ... | head`: the reader left, nothing more to say
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush does not fail again
-        return EXIT_DATA
+
+
+def _stdout_to_devnull():
+    """Point file descriptor 1 at os.devnull after a broken pipe (the remedy the Python docs give for SIGPIPE).
+
+    What is still buffered in ``sys.stdout`` is then flushed there at interpreter exit, instead of failing a
+    second time. A ``sys.stdout`` without a file descriptor (``main`` called in-process, e.g. under pytest's
+    capture) is left alone.
+    """
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is both an OSError and a ValueError
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
 
 
 @contextmanager
@@ -179,7 +237,18 @@ def _warnings_as_notes(command):
 
 
 def run_demo(args):
-    """Generate data, train with early stopping, and report test metrics beside a pointwise baseline."""
+    """``lambdamart demo``: generate data, train with early stopping, report test metrics beside a baseline.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line (see :func:`build_parser`).
+
+    Returns
+    -------
+    int
+        0; failures raise :class:`CommandError`.
+    """
     from sklearn.ensemble import HistGradientBoostingRegressor
     from threadpoolctl import threadpool_limits
 
@@ -193,6 +262,8 @@ def run_demo(args):
         raise usage_error("--rounds must be at least 1.")
     if args.jobs == 0:
         raise usage_error("--jobs must be a positive thread count, or negative to leave cores free.")
+    if not 0 <= args.seed < 2**32:  # numpy's RandomState, which splits the queries, takes no other seed
+        raise usage_error(f"--seed must be between 0 and 2**32 - 1, got {args.seed}.")
     started = time.perf_counter()
     print(f"Generating {args.queries} MSLR-shaped queries (make_ranking_data, seed {args.seed}) ...", flush=True)
     X, y, qid = make_ranking_data(args.queries, random_state=args.seed)
@@ -267,9 +338,23 @@ def run_demo(args):
 def parse_params(items):
     """``["key=value", ...]`` to a dict of ``LambdaMARTRanker`` parameters, values parsed as Python literals.
 
-    Raises a usage error for a malformed item, an unknown parameter (with the right name when it is another
-    library's) or a value the ranker rejects.
+    Parameters
+    ----------
+    items : list of str
+        The ``--param`` values; the last value of a key wins.
+
+    Returns
+    -------
+    dict
+        Parameter name to value.
+
+    Raises
+    ------
+    CommandError
+        A usage error (exit code 2) for a malformed item, an unknown parameter (with the right name when it is
+        another library's) or a value the ranker rejects.
     """
+    from ._compat import validate_params
     from .ranker import LambdaMARTRanker
 
     params = {}
@@ -285,7 +370,7 @@ def parse_params(items):
             raise usage_error(_unknown_parameter(key, known))
     ranker = LambdaMARTRanker(**params)
     try:
-        ranker._validate_params()
+        validate_params(ranker)
     except (TypeError, ValueError) as error:
         raise usage_error(f"invalid --param: {error}") from None
     return params
@@ -315,6 +400,18 @@ def _unknown_parameter(key, known):
 
 
 def run_train(args):
+    """``lambdamart train``: read the training (and validation) file, fit, save the model.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line (see :func:`build_parser`).
+
+    Returns
+    -------
+    int
+        0; failures raise :class:`CommandError`.
+    """
     from ._model_format import encode_param
     from .ranker import LambdaMARTRanker
 
@@ -336,7 +433,7 @@ def run_train(args):
         sets.append((args.valid,) + _read_letor(args.valid, "--valid"))
     width = max(s[1].shape[1] for s in sets)  # files list only non-zero features, so widths can differ
     sets = [(path, _dense(X, width), y, qid) for path, X, y, qid in sets]
-    for path, X, y, qid in sets:
+    for path, X, _, qid in sets:
         print(f"{path}: {_plural(X.shape[0], 'row')}, {_plural(np.unique(qid).size, 'query')}, "
               f"{_plural(X.shape[1], 'feature')}", flush=True)
 
@@ -370,6 +467,18 @@ def run_train(args):
 
 
 def run_predict(args):
+    """``lambdamart predict``: write one score per data line, to stdout or ``--output``.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line (see :func:`build_parser`).
+
+    Returns
+    -------
+    int
+        0; failures raise :class:`CommandError`.
+    """
     _check_readable(args.model, "--model")
     _check_readable(args.data, "--data")
     if args.output is not None:
@@ -379,8 +488,7 @@ def run_predict(args):
     scores = ranker.predict(X)
     text = "".join(f"{s!r}\n" for s in scores.tolist())  # shortest repr: reads back as the same float64
     if args.output is None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        _write_stdout(text)
     else:
         try:
             with open(args.output, "w", encoding="ascii") as f:
@@ -391,8 +499,38 @@ def run_predict(args):
     return EXIT_OK
 
 
+def _write_stdout(text):
+    """Write ``text`` to stdout in pieces of at most PIPE_BUF bytes, so that a reader who leaves is always noticed.
+
+    With PYTHONUNBUFFERED set (common in containers), ``sys.stdout.write`` makes a single ``write(2)`` and ignores
+    a short count: when the reader of a pipe leaves during a large write, the kernel returns the bytes written so
+    far, the rest is dropped without an error, and the command would exit 0 having lost its output. A write of at
+    most PIPE_BUF bytes to a pipe is atomic: all of it, or EPIPE (BrokenPipeError).
+    """
+    step = getattr(select, "PIPE_BUF", 512)  # 512 is the least POSIX allows
+    for start in range(0, len(text), step):  # ASCII text, so characters are bytes
+        sys.stdout.write(text[start:start + step])
+    sys.stdout.flush()
+
+
 def parse_metrics(text):
-    """``"ndcg@10,map"`` to a list of ``(name, function, keyword arguments)``; a usage error for a bad name."""
+    """``"ndcg@10,map"`` to a list of ``(name, function, keyword arguments)``.
+
+    Parameters
+    ----------
+    text : str
+        The ``--metrics`` value: comma-separated names, each with an optional ``@k`` cut-off.
+
+    Returns
+    -------
+    list of tuple
+        ``(name as written, lowercased; metric function of lambdamart.metrics; its keyword arguments)``.
+
+    Raises
+    ------
+    CommandError
+        A usage error (exit code 2) for an unknown metric, a bad cut-off or an empty list.
+    """
     from . import metrics
 
     table = {
@@ -426,6 +564,18 @@ def parse_metrics(text):
 
 
 def run_evaluate(args):
+    """``lambdamart evaluate``: print one ``name value`` line per metric of the model on the file.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line (see :func:`build_parser`).
+
+    Returns
+    -------
+    int
+        0; failures raise :class:`CommandError`.
+    """
     from . import metrics
 
     wanted = parse_metrics(args.metrics)
@@ -469,6 +619,8 @@ def _check_writable(path, option):
     """Fail before the work, not after, when an output path cannot be written."""
     if os.path.isdir(path):
         raise CommandError(f"{option} {path} is a directory; give a file name.")
+    if os.path.exists(path) and not os.access(path, os.W_OK):
+        raise CommandError(f"{option}: the file {path} exists and is not writable.")
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise CommandError(f"{option}: the folder {folder} does not exist.")
@@ -499,20 +651,12 @@ def _read_letor(path, option):
 
 def _read_features(path):
     """Sparse features of an SVMlight/LETOR file, with or without query information (predict needs none)."""
-    from sklearn.datasets import load_svmlight_file
-
-    from .datasets import _locate_error
+    from .datasets import load_features
 
     try:
-        try:
-            X, _ = load_svmlight_file(path, dtype=np.float32, zero_based="auto", query_id=False)
-        except (ValueError, OverflowError) as error:  # sklearn says what is wrong, not where: find the line
-            raise _locate_error(path, error, None, "auto") from None
+        return load_features(path, sparse=True)
     except (ValueError, OSError) as error:
         raise CommandError(_file_error("--data", path, error)) from None
-    if X.shape[0] == 0:
-        raise CommandError(f"--data {path}: no data rows (the file is empty or holds only comments).")
-    return X
 
 
 def _file_error(option, path, error):

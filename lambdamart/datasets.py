@@ -1,7 +1,9 @@
 """Ranking data: LETOR/SVMlight files and MSLR-shaped synthetic data.
 
-Both functions return the same triple ``(X, y, qid)``: features, graded relevance labels (float64) and one
-int64 query id per row, which is what :class:`lambdamart.LambdaMARTRanker` and the metrics take.
+:func:`load_letor` and :func:`make_ranking_data` return the same triple ``(X, y, qid)``: features, graded
+relevance labels (float64) and one int64 query id per row, which is what :class:`lambdamart.LambdaMARTRanker` and
+the metrics take. :func:`load_features` reads only the features of a LETOR/SVMlight file, for scoring, where
+neither labels nor queries are needed.
 """
 
 import numbers
@@ -14,7 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.datasets import load_svmlight_file
 
-__all__ = ["load_letor", "make_ranking_data"]
+__all__ = ["load_features", "load_letor", "make_ranking_data"]
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -95,10 +97,7 @@ def load_letor(path, *, query_file=None, n_features=None, dtype=np.float32, spar
     if n_rows == 0:
         raise ValueError(f"{path}: no data rows (the file is empty or holds only blank and comment lines).")
 
-    try:
-        X, y = load_svmlight_file(path, n_features=n_features, dtype=dtype, zero_based=zero_based, query_id=False)
-    except (ValueError, OverflowError) as err:  # sklearn says what, not where
-        raise _locate_error(path, err, n_features, zero_based) from err
+    X, y = _read_svmlight(path, n_features, dtype, zero_based)
     if X.shape[0] != n_rows:  # pragma: no cover - our scan mirrors sklearn's line rules
         raise RuntimeError(f"{path}: read {X.shape[0]} rows but counted {n_rows}; please report this file.")
 
@@ -118,17 +117,84 @@ def load_letor(path, *, query_file=None, n_features=None, dtype=np.float32, spar
     else:
         qid = _qid_from_query_file(path, query_file, n_rows)
 
+    return _as_output(X, dtype, sparse), y, qid
+
+
+def load_features(path, *, n_features=None, dtype=np.float32, sparse=False, zero_based="auto"):
+    """Load the features of a LETOR/SVMlight file, without labels or queries.
+
+    For scoring a file with a trained model: the lines are those :func:`load_letor` reads,
+    ``<label> [qid:<query id>] <index>:<value> ... [# comment]``, but no query information is needed, so a file
+    without ``qid:`` needs no query file, and lines may have ``qid:`` or not. Each line still starts with a label
+    (any number, e.g. 0 when the relevance is unknown); labels and ``qid:`` fields are skipped, not checked.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The data file (``.gz`` and ``.bz2`` files are decompressed).
+    n_features : int, optional
+        Number of feature columns. By default the largest index in the file decides; give the model's
+        ``n_features_in_`` to get exactly its width (an index beyond it is then an error).
+    dtype : numpy dtype, default=np.float32
+        Dtype of ``X``.
+    sparse : bool, default=False
+        Return ``X`` as a :class:`scipy.sparse.csr_matrix` instead of a dense C-contiguous array.
+    zero_based : bool or "auto", default="auto"
+        Whether feature indices start at 0, as in :func:`load_letor`: "auto" treats a file as 0-based only when
+        index 0 occurs in it.
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, n_features) or csr_matrix
+        Features, of ``dtype``, one row per data line in file order. Missing entries are 0; ``nan`` written in the
+        file stays ``nan``.
+
+    Raises
+    ------
+    FileNotFoundError
+        The file does not exist.
+    ValueError
+        The file has no data rows, or a line is malformed (the message names the file and the 1-based line).
+
+    See Also
+    --------
+    load_letor : Features, labels and query ids, for training and evaluation.
+
+    Examples
+    --------
+    >>> X = load_features("MSLR-WEB10K/Fold1/test.txt", n_features=136)  # doctest: +SKIP
+    >>> scores = ranker.predict(X)  # doctest: +SKIP
+    """
+    path = _as_path(path, "path")
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"data file not found: {path}")
+    X, _ = _read_svmlight(path, n_features, dtype, zero_based)
+    if X.shape[0] == 0:
+        raise ValueError(f"{path}: no data rows (the file is empty or holds only blank and comment lines).")
+    _warn_on_overflow(path, X, None, dtype)
+    return _as_output(X, dtype, sparse)
+
+
+def _read_svmlight(path, n_features, dtype, zero_based):
+    """``(X, y)`` from sklearn's reader, whose bare ValueError becomes one naming the file and the bad line."""
+    try:
+        return load_svmlight_file(path, n_features=n_features, dtype=dtype, zero_based=zero_based, query_id=False)
+    except (ValueError, OverflowError) as err:  # sklearn says what, not where
+        raise _locate_error(path, err, n_features, zero_based) from err
+
+
+def _as_output(X, dtype, sparse):
+    """The CSR matrix of sklearn's reader as the caller asked for it: CSR, or a dense C-contiguous array."""
     if sparse:
-        X = sp.csr_matrix(X)
-    else:
-        X = np.ascontiguousarray(X.toarray(), dtype=dtype)
-    return X, y, qid
+        return sp.csr_matrix(X)
+    return np.ascontiguousarray(X.toarray(), dtype=dtype)
 
 
 def _warn_on_overflow(path, X, row_lines, dtype):
     """Warn when a finite value in the file became inf in a narrow float ``dtype`` (e.g. 1e39 in float32).
 
     Costs nothing unless X holds an inf; then the lines with one are re-read to tell overflow from a written inf.
+    ``row_lines`` holds the 1-based line number of each row; None counts them here, only when X holds an inf.
     """
     dtype = np.dtype(dtype)
     if dtype.kind != "f" or dtype.itemsize >= 8:
@@ -136,6 +202,8 @@ def _warn_on_overflow(path, X, row_lines, dtype):
     inf_at = np.flatnonzero(np.isinf(X.data))
     if inf_at.size == 0:
         return
+    if row_lines is None:
+        row_lines = np.fromiter((lineno for lineno, _ in _data_lines(path)), dtype=np.int64)
     rows = np.unique(np.searchsorted(X.indptr, inf_at, side="right") - 1)
     suspects = set(row_lines[rows].tolist())
     for lineno, tokens in _data_lines(path):

@@ -21,7 +21,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from . import _model_format
-from ._compat import Interval, StrOptions, check_sample_weight
+from ._compat import Interval, StrOptions, check_sample_weight, validate_params
 from ._engine.binning import MAX_BINS, bin_features, find_thresholds
 from ._engine.grower import GrowthParams, add_leaf_values, grow_tree, make_workspace
 from ._engine.histogram import make_layout
@@ -304,7 +304,7 @@ class LambdaMARTRanker(BaseEstimator):
         -------
         self
         """
-        self._validate_params()
+        validate_params(self)
         for name in ("position_bias_", "fit_profile_"):  # nothing learned by an earlier fit may survive this one
             self.__dict__.pop(name, None)
         profile = dict.fromkeys(FIT_STAGES, 0.0)

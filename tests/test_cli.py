@@ -2,6 +2,7 @@
 demo, the console script in a subprocess, and every user error (message on stderr, exit code, no traceback)."""
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import run_cli as run
 from sklearn.datasets import dump_svmlight_file
 
 import lambdamart
@@ -49,13 +51,6 @@ def model(files, tmp_path_factory):
                      "--param", *FAST])
     assert code == 0
     return path
-
-
-def run(capsys, *argv):
-    code = cli.main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    assert "Traceback" not in out + err
-    return code, out, err
 
 
 # ---------------------------------------------------------------------------------------------- happy paths
@@ -321,3 +316,246 @@ def test_interrupt_exits_130(monkeypatch, capsys):
     monkeypatch.setattr(cli, "run_demo", interrupted)
     code, _, err = run(capsys, "demo")
     assert code == 130 and err == "lambdamart demo: interrupted\n"
+
+
+@pytest.fixture(scope="module")
+def bad_files(tmp_path_factory):
+    """Data files that cannot be read, each as the problem named in BAD_FILE_ERRORS."""
+    folder = tmp_path_factory.mktemp("bad")
+    paths = {name: folder / f"{name}.txt" for name in ("malformed", "noquery", "sizes", "empty")}
+    paths["malformed"].write_text("1 qid:1 1:0.5 2:0.3\n0 qid:1 1:0.2\n2 qid:2 1:0.4 2:0.3 2:0.1\n")
+    paths["noquery"].write_text("1 1:0.5\n0 1:0.2\n2 1:0.4\n")
+    paths["sizes"].write_text("1 1:0.5\n0 1:0.2\n2 1:0.4\n")
+    (folder / "sizes.txt.query").write_text("2\n2\n")
+    paths["empty"].write_text("")
+    return {"malformed": paths["malformed"], "no-query-file": paths["noquery"], "bad-query-sizes": paths["sizes"],
+            "empty": paths["empty"]}
+
+
+BAD_FILE_ERRORS = {
+    "malformed": r"malformed\.txt line 3: feature indices must be increasing and unique, but 2 follows 2",
+    "no-query-file": r"noquery\.txt has no qid: fields, and no query file was found at .*noquery\.txt\.query",
+    "bad-query-sizes": r"sizes\.txt\.query: the 2 query sizes sum to 4, but .*sizes\.txt has 3 rows",
+    "empty": r"empty\.txt: no data rows",
+}
+
+
+# predict needs no query ids, so it reads neither qid: nor a .query file (see the next test).
+@pytest.mark.parametrize("problem, command", [
+    (problem, command) for problem in BAD_FILE_ERRORS for command in ("train", "train --valid", "predict", "evaluate")
+    if not (command == "predict" and problem in ("no-query-file", "bad-query-sizes"))])
+def test_data_file_errors_are_one_line_naming_the_file_and_line(files, model, bad_files, capsys, tmp_path, problem,
+                                                                 command):
+    bad = bad_files[problem]
+    argv = {
+        "train": ["train", "--train", bad, "--model", tmp_path / "m.json"],
+        "train --valid": ["train", "--train", files["train"], "--valid", bad, "--model", tmp_path / "m.json"],
+        "predict": ["predict", "--model", model, "--data", bad],
+        "evaluate": ["evaluate", "--model", model, "--data", bad],
+    }[command]
+    code, out, err = run(capsys, *argv)
+    assert code == 1, err
+    assert re.search(BAD_FILE_ERRORS[problem], err), err
+    assert err.startswith(f"lambdamart {argv[0]}: error:")
+    assert err.count("\n") == 1  # one line, no traceback
+    assert not (tmp_path / "m.json").exists()
+    if command != "train":
+        assert out == ""
+
+
+@pytest.mark.parametrize("problem", ["no-query-file", "bad-query-sizes"])
+def test_predict_needs_no_query_ids(model, bad_files, capsys, problem):
+    code, out, err = run(capsys, "predict", "--model", model, "--data", bad_files[problem])
+    assert code == 0, err
+    assert len(out.split()) == 3
+
+
+# ---------------------------------------------------------------------------------------------- broken pipes
+
+
+def _without_unbuffered(unbuffered):
+    env = dict(os.environ)
+    env.pop("PYTHONUNBUFFERED", None)
+    if unbuffered:
+        env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+@pytest.mark.parametrize("unbuffered", [False, True], ids=["buffered", "PYTHONUNBUFFERED"])
+def test_predict_into_a_pipe_its_reader_closes_exits_141_quietly(model, tmp_path, unbuffered):
+    """``lambdamart predict ... | head -1``: the reader leaves while predict is still writing. The command stops
+    without a traceback or "Exception ignored" and exits 141 (128 + SIGPIPE), not 1 (a file error) and not 0 (its
+    output was cut). PYTHONUNBUFFERED matters: there, a large unchecked write loses the rest without an error."""
+    data = tmp_path / "many.txt"
+    data.write_text("0 1:0.5 3:0.25\n" * 100_000)  # ~2 MB of scores: more than a pipe holds (1 MiB at most)
+    proc = subprocess.Popen([sys.executable, "-m", "lambdamart", "predict", "--model", str(model), "--data",
+                             str(data)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=_without_unbuffered(unbuffered))
+    try:
+        first = proc.stdout.readline()
+        proc.stdout.close()  # the reader leaves, as head does
+        err = proc.stderr.read().decode()
+        code = proc.wait(timeout=300)
+    finally:
+        proc.kill()
+    float(first)  # a score came through before the pipe closed
+    assert code == 141, err
+    assert err == ""
+
+
+@pytest.mark.parametrize("unbuffered", [False, True], ids=["buffered", "PYTHONUNBUFFERED"])
+def test_stdout_closed_before_the_output_exits_141_quietly(model, files, unbuffered):
+    """A few lines printed into a pipe nobody reads: with a buffered stdout the failure shows only at the last flush,
+    which the interpreter would otherwise report as "Exception ignored ... BrokenPipeError" and exit 120 after the
+    command returned 0."""
+    proc = subprocess.Popen([sys.executable, "-m", "lambdamart", "evaluate", "--model", str(model), "--data",
+                             str(files["test"])], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=_without_unbuffered(unbuffered))
+    proc.stdout.close()  # before the interpreter has even started: nothing can be read
+    err = proc.stderr.read().decode()
+    code = proc.wait(timeout=300)
+    assert code == 141, err
+    assert "Exception ignored" not in err and "Traceback" not in err and "error" not in err, err
+
+
+def test_broken_pipe_in_process_returns_141_and_leaves_the_process_stdout_alone(files, model, monkeypatch, capfd):
+    """``main`` called from Python with a ``sys.stdout`` that has no file descriptor: 141, and nothing to redirect."""
+    import io
+
+    class ClosedPipe(io.StringIO):
+        def write(self, text):
+            raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(sys, "stdout", ClosedPipe())
+    assert cli.main(["predict", "--model", str(model), "--data", str(files["test"])]) == 141
+    assert cli.main(["evaluate", "--model", str(model), "--data", str(files["test"])]) == 141
+    monkeypatch.undo()
+    print("fd 1 still reaches the terminal")
+    assert "fd 1 still reaches the terminal" in capfd.readouterr().out
+
+
+def test_help_documents_exit_code_141(capsys):
+    for argv in ([], ["predict", "--help"]):
+        code, out, _ = run(capsys, *argv)
+        assert code == 0 and "141" in out and "130" in out
+    assert "141" in cli.__doc__
+
+
+# ---------------------------------------------------------------------------------------------- code hygiene
+
+
+def _cli_syntax_tree():
+    import ast
+
+    return ast.parse(Path(cli.__file__).read_text(encoding="utf-8"))
+
+
+def test_cli_binds_no_name_of_a_builtin():
+    """No variable, parameter, exception target or function in cli.py hides a builtin (``exit``, ``help``...)."""
+    import ast
+    import builtins
+
+    bound = set()
+    for node in ast.walk(_cli_syntax_tree()):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            bound.add(node.id)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+    assert not bound & set(dir(builtins))
+
+
+def test_cli_imports_no_private_names():
+    """The CLI goes through public functions (``load_features``, not ``datasets._locate_error``). The one import
+    from a private module, ``_model_format.encode_param``, is a package-internal function without an underscore."""
+    import ast
+
+    private = [(node.module, alias.name) for node in ast.walk(_cli_syntax_tree()) if isinstance(node, ast.ImportFrom)
+               for alias in node.names if alias.name.startswith("_") and not alias.name.endswith("__")]
+    assert private == []
+
+
+# ---------------------------------------------------------------------------------------------- load_features
+
+
+def test_load_features_reads_what_predict_reads(files, tmp_path):
+    """Files with qid:, without it and without a .query file, or mixing both: the features, in file order."""
+    from lambdamart.datasets import load_features
+
+    X_letor, _, _ = load_letor(files["test"])
+    np.testing.assert_array_equal(load_features(files["test"]), X_letor)
+    np.testing.assert_array_equal(load_features(str(files["lgb"])), load_letor(files["lgb"])[0])
+    mixed = tmp_path / "mixed.txt"
+    mixed.write_text("1 qid:1 1:0.5 3:2\n# a comment\n\n0 2:0.25\n2 qid:abc 1:-1 # qid: is skipped, not read\n")
+    X = load_features(mixed)
+    assert X.dtype == np.float32 and X.flags.c_contiguous
+    np.testing.assert_array_equal(X, [[0.5, 0, 2], [0, 0.25, 0], [-1, 0, 0]])
+    X_sparse = load_features(mixed, sparse=True, n_features=5, dtype=np.float64)
+    assert X_sparse.format == "csr" and X_sparse.shape == (3, 5) and X_sparse.dtype == np.float64
+    np.testing.assert_array_equal(X_sparse.toarray()[:, :3], X)
+    assert load_features(mixed, zero_based=True).shape == (3, 4)
+
+
+def test_load_features_errors_name_the_file_and_line(tmp_path):
+    from lambdamart.datasets import load_features
+
+    with pytest.raises(FileNotFoundError, match="missing.txt"):
+        load_features(tmp_path / "missing.txt")
+    empty = tmp_path / "empty.txt"
+    empty.write_text("# only a comment\n\n")
+    with pytest.raises(ValueError, match=r"empty\.txt: no data rows"):
+        load_features(empty)
+    bad = tmp_path / "bad.txt"
+    bad.write_text("0 1:0.5\n0 1:0.5 2:oops\n")
+    with pytest.raises(ValueError, match=r"bad\.txt line 2: value 'oops' of feature 2 is not a number"):
+        load_features(bad)
+    wide = tmp_path / "wide.txt"
+    wide.write_text("0 1:0.5\n0 9:0.5\n")
+    with pytest.raises(ValueError, match=r"wide\.txt line 2: feature index 9 is beyond n_features=4"):
+        load_features(wide, n_features=4)
+    with pytest.raises(TypeError, match="path must be a str or os.PathLike"):
+        load_features(3)
+
+
+def test_load_features_and_predict_warn_when_a_value_overflows_float32(model, tmp_path, capsys):
+    from lambdamart.datasets import load_features
+
+    huge = tmp_path / "huge.txt"
+    huge.write_text("0 1:0.5\n# comment\n0 1:0.5 2:1e39\n")
+    with pytest.warns(UserWarning, match=r"huge\.txt line 3: value 1e39 of feature 2 is beyond the range of float32"):
+        X = load_features(huge)
+    assert np.isinf(X[1, 1])
+    assert np.isfinite(load_features(huge, dtype=np.float64)).all()
+    code, out, err = run(capsys, "predict", "--model", model, "--data", huge)
+    assert code == 0 and len(out.splitlines()) == 2
+    assert "lambdamart predict: warning: " in err and "huge.txt line 3" in err
+
+
+# ---------------------------------------------------------------------------------------------- small fixes
+
+
+def test_demo_rejects_a_seed_numpy_cannot_take(capsys):
+    for seed in ("-1", str(2**32)):
+        code, out, err = run(capsys, "demo", "--queries", "10", "--rounds", "1", "--seed", seed)
+        assert code == 2 and out == "", err
+        assert f"lambdamart demo: error: --seed must be between 0 and 2**32 - 1, got {seed}." in err
+
+
+def test_existing_read_only_output_fails_before_the_work(files, model, tmp_path, capsys, monkeypatch):
+    locked = tmp_path / "locked.txt"
+    locked.write_text("keep\n")
+    locked.chmod(0o444)
+    access = os.access  # root may write a read-only file: make os.access answer as for anyone else
+
+    def as_a_user(path, mode, **kwargs):
+        return not (mode & os.W_OK and os.fspath(path) == str(locked)) and access(path, mode, **kwargs)
+
+    monkeypatch.setattr(os, "access", as_a_user)
+    for argv in (["train", "--train", files["train"], "--model", locked, "--param", *FAST],
+                 ["predict", "--model", model, "--data", files["test"], "--output", locked]):
+        code, out, err = run(capsys, *argv)
+        assert code == 1 and "exists and is not writable" in err and "trained" not in out, err
+    assert locked.read_text() == "keep\n"

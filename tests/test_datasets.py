@@ -1,4 +1,8 @@
+"""lambdamart.datasets: load_letor reads LETOR / SVMlight files (qid: fields or a LightGBM .query file) and locates
+every malformed line; make_ranking_data generates MSLR-like data."""
+
 import gzip
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -219,6 +223,20 @@ def test_rejects_non_path():
         load_letor(123.5)
 
 
+def test_warns_when_a_value_overflows_the_requested_float_dtype(tmp_path):
+    path = tmp_path / "rank.txt"
+    path.write_text("1 qid:1 1:0.5 2:inf\n0 qid:1 1:1e39 2:1\n2 qid:2 1:-1e300 2:3\n")
+    with pytest.warns(UserWarning, match=r"rank\.txt line 2: value 1e39 of feature 1 is beyond the range of "
+                                         r"float32 .*dtype=np\.float64"):
+        X, _, _ = load_letor(path)
+    assert X[1, 0] == np.inf
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        X64, _, _ = load_letor(path, dtype=np.float64)  # no overflow; an inf written in the file is not one
+        load_letor(tmp_path / "rank.txt", n_features=2, dtype=np.float64)
+    assert X64[1, 0] == 1e39 and X64[0, 1] == np.inf
+
+
 @pytest.mark.parametrize("name, n_queries, n_rows", [("rank.train", 201, 3005), ("rank.test", 50, 768)])
 def test_lightgbm_example(name, n_queries, n_rows):
     path = SHARED_EXAMPLE / name
@@ -309,6 +327,7 @@ def test_deterministic_per_seed():
     np.testing.assert_array_equal(gen[0], a[0])
 
 
+@pytest.mark.slow  # 3 s on idle cores, 30 to 90 s when they are shared (HistGradientBoostingRegressor's OpenMP)
 def test_learnable_but_not_trivial():
     X, y, qid = make_ranking_data(400, random_state=0)
     from sklearn.ensemble import HistGradientBoostingRegressor

@@ -1,4 +1,5 @@
-"""Tests of lambdamart.metrics: worked examples, scikit-learn's ndcg_score, brute force over tie orders, bad input."""
+"""lambdamart.metrics: worked examples, scikit-learn's ndcg_score, brute force over tie orders, grouping, weights,
+empty queries, large tie groups, bad input. Properties over random data (hypothesis) are in test_properties.py."""
 
 import itertools
 import math
@@ -21,7 +22,8 @@ from lambdamart.metrics import (
     recall_at_k,
 )
 
-ALL = [ndcg, dcg, mean_average_precision, mean_reciprocal_rank, precision_at_k, recall_at_k, hits_at_k, err, kendall_tau]
+ALL = [ndcg, dcg, mean_average_precision, mean_reciprocal_rank, precision_at_k, recall_at_k, hits_at_k, err,
+       kendall_tau]
 WITH_EMPTY = [ndcg, mean_average_precision, mean_reciprocal_rank, recall_at_k, kendall_tau]
 DESC = [6, 5, 4, 3, 2, 1]  # scores that rank documents in the given order
 
@@ -34,8 +36,9 @@ def test_dcg_ndcg_worked_examples():
     assert dcg(y, DESC, k=6, gain="linear") == pytest.approx(4.28, abs=5e-3)
     assert dcg(sorted(y, reverse=True), DESC, k=6, gain="linear") == pytest.approx(5.19, abs=5e-3)  # IDCG@6
     assert ndcg(y, DESC, k=6, gain="linear") == pytest.approx(0.82, abs=5e-3)
-    # [3, 0, 1, 2] in that order: 3 + 0 + 1/log2(4) + 2/log2(5) = 4.36 under DESIGN §2 (the brief's 3.86 drops
-    # the 1/log2(4) term); IDCG@6 of [3, 2, 1, 0] = 4.76 as in the brief.
+    # [3, 0, 1, 2] in that order: 3 + 0 + 1/log2(4) + 2/log2(5) = 4.36 with the discount 1/log2(r + 1) of
+    # docs/design.md, "Metrics" (the 3.86 sometimes quoted for this example drops the 1/log2(4) term); IDCG@6 of
+    # [3, 2, 1, 0] = 4.76.
     y2 = [3, 0, 1, 2]
     assert dcg(y2, DESC[:4], k=6, gain="linear") == pytest.approx(3 + 0.5 + 2 / math.log2(5))
     assert dcg(y2, DESC[:4], k=6, gain="linear") == pytest.approx(4.36, abs=5e-3)
@@ -99,7 +102,7 @@ def _gain(label):
 
 
 def _ref_dcg(ranked, k):
-    return sum(_gain(l) / math.log2(r + 2) for r, l in enumerate(ranked[:k]))
+    return sum(_gain(label) / math.log2(r + 2) for r, label in enumerate(ranked[:k]))
 
 
 def _ref_ndcg(ranked, k):
@@ -108,7 +111,7 @@ def _ref_ndcg(ranked, k):
 
 
 def _ref_ap(ranked, k):
-    rel = [l > 0 for l in ranked]
+    rel = [label > 0 for label in ranked]
     n_rel = sum(rel)
     if n_rel == 0:
         return None
@@ -117,7 +120,7 @@ def _ref_ap(ranked, k):
 
 
 def _ref_rr(ranked, k):
-    rel = [l > 0 for l in ranked]
+    rel = [label > 0 for label in ranked]
     if not any(rel):
         return None
     first = rel.index(True) + 1
@@ -125,22 +128,22 @@ def _ref_rr(ranked, k):
 
 
 def _ref_precision(ranked, k):
-    return sum(l > 0 for l in ranked[:k]) / min(k, len(ranked))
+    return sum(label > 0 for label in ranked[:k]) / min(k, len(ranked))
 
 
 def _ref_recall(ranked, k):
-    n_rel = sum(l > 0 for l in ranked)
-    return None if n_rel == 0 else sum(l > 0 for l in ranked[:k]) / n_rel
+    n_rel = sum(label > 0 for label in ranked)
+    return None if n_rel == 0 else sum(label > 0 for label in ranked[:k]) / n_rel
 
 
 def _ref_hits(ranked, k):
-    return float(any(l > 0 for l in ranked[:k]))
+    return float(any(label > 0 for label in ranked[:k]))
 
 
 def _ref_err(ranked, k, max_label):
     total, reach = 0.0, 1.0
-    for r, l in enumerate(ranked[:k]):
-        stop = _gain(l) / 2.0**max_label
+    for r, label in enumerate(ranked[:k]):
+        stop = _gain(label) / 2.0**max_label
         total += reach * stop / (r + 1)
         reach *= 1 - stop
     return total
@@ -209,17 +212,18 @@ def test_brute_force(name, ties):
             max_label = [None, 5][k is not None and k % 2]  # the default (largest label, 3) and a larger scale
             kw["max_label"] = max_label
             top = y.max() if max_label is None else max_label
-            ref = lambda ranked, k_: _ref_err(ranked, k_, top)  # noqa: E731
+            ref = lambda ranked, k_, top=top: _ref_err(ranked, k_, top)  # noqa: E731
         elif name.startswith("kendall"):
             kw = {"pair_weight": "gain"} if name == "kendall_gain" else {}
             weighted = name == "kendall_gain"
-            ref = lambda ranked, k_: _ref_kendall(ranked, weighted)  # noqa: E731
+            ref = lambda ranked, k_, weighted=weighted: _ref_kendall(ranked, weighted)  # noqa: E731
         if func in WITH_EMPTY:
             kw["empty"] = "skip"
         got = func(y, s, qid, ties=ties, reduce=None, **kw)
         cut = 10**9 if k is None else k
         want = [
-            _reference(lambda ranked: ref(ranked, cut), list(y[qid == q]), list(s[qid == q]), ties == "average")
+            _reference(lambda ranked, ref=ref, cut=cut: ref(ranked, cut), list(y[qid == q]), list(s[qid == q]),
+                       ties == "average")
             for q in ids
         ]
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, err_msg=f"{name} k={k} ties={ties}")
@@ -232,9 +236,10 @@ def test_err_large_tie_groups_against_brute_force():
         n = int(rng.integers(2, 8))
         y = list(rng.integers(0, 4, n))
         s = list(rng.integers(0, 2, n).astype(float))
+        top = max(y)
         for k in (None, 2, 4):
             cut = 10**9 if k is None else k
-            want = _reference(lambda r: _ref_err(r, cut, max(y)), y, s, True)
+            want = _reference(lambda r, cut=cut, top=top: _ref_err(r, cut, top), y, s, True)
             assert err(y, s, k=k) == pytest.approx(want, rel=1e-12, abs=1e-15)
 
 

@@ -31,6 +31,7 @@ def test_committed_with_the_outputs_of_a_clean_run():
         assert required in text, required
 
 
+@pytest.mark.slow  # 20 s to a minute: a kernel runs the whole notebook
 def test_executes(tmp_path):
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")

@@ -1,10 +1,12 @@
 """Persistence: pickle and joblib round trips with a version check, a fresh process that loads and predicts from
-the numba cache, and the safe JSON model file (round trips, format, and rejection of broken or crafted files)."""
+the numba cache, and the safe JSON model file (round trips, format, and rejection of broken, truncated, bit-flipped
+or crafted files without ever executing anything from them)."""
 
 import copy
 import io
 import json
 import pickle
+import re
 import subprocess
 import sys
 import textwrap
@@ -14,23 +16,22 @@ import joblib
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import assert_same_model, fit, make_data, random_queries, reference_predict
 from sklearn.exceptions import NotFittedError
 
 import lambdamart
 import lambdamart.ranker
-from lambdamart import InconsistentVersionWarning, LambdaMARTRanker, load_model
-from lambdamart import _model_format, model_io
+from lambdamart import InconsistentVersionWarning, LambdaMARTRanker, _model_format, load_model, model_io
 from lambdamart._engine.tree import NODE_DTYPES
 
 FAST = dict(n_estimators=8, max_leaf_nodes=6, min_samples_leaf=3, learning_rate=0.3, n_jobs=1)
 FITTED = ("n_features_in_", "n_estimators_", "n_iter_", "best_iteration_", "train_score_", "validation_score_")
 
 
-def make_data(seed=0, n_queries=20, n_features=4):
+def make_data_with_missing_marker(seed=0, n_queries=20, n_features=4):
+    """5 to 14 documents a query; labels 0..3 from feature 0, and label 3 wherever feature 1 is missing."""
     rng = np.random.default_rng(seed)
-    sizes = rng.integers(5, 15, n_queries)
-    qid = np.repeat(np.arange(n_queries), sizes)
-    X = rng.normal(size=(qid.size, n_features))
+    X, qid = random_queries(rng, n_queries, n_features, 5, 14)
     y = np.digitize(X[:, 0] + 0.3 * rng.normal(size=qid.size), [0.0, 0.8, 1.5]).astype(float)
     # A missing value in feature 1 marks a relevant document, so trees split "missing or not" (threshold +inf).
     missing = rng.random(qid.size) < 0.15
@@ -41,7 +42,8 @@ def make_data(seed=0, n_queries=20, n_features=4):
 
 @pytest.fixture(scope="module")
 def data():
-    return make_data()
+    """make_data_with_missing_marker() (replaces conftest's data in this file)."""
+    return make_data_with_missing_marker()
 
 
 @pytest.fixture(scope="module")
@@ -51,10 +53,8 @@ def model(data):
 
 
 def assert_same_fitted(a, b):
-    assert a._trees.keys() == b._trees.keys()
-    for key in a._trees:
-        assert a._trees[key].dtype == b._trees[key].dtype, key
-        np.testing.assert_array_equal(a._trees[key], b._trees[key], err_msg=key)
+    """The same trees, fitted attributes, feature names and parameters."""
+    assert_same_model(a, b)
     for name in FITTED:
         np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
     assert hasattr(a, "feature_names_in_") == hasattr(b, "feature_names_in_")
@@ -141,7 +141,7 @@ _FRESH_PROCESS = textwrap.dedent("""
 
 @pytest.mark.parametrize("kind", ["json", "joblib"])
 def test_fresh_process_loads_and_predicts_without_compiling(tmp_path, kind):
-    X, y, qid = make_data(1)
+    X, y, qid = make_data_with_missing_marker(1)
     model = LambdaMARTRanker(n_estimators=20, max_leaf_nodes=8, min_samples_leaf=3, n_jobs=1, random_state=0)
     model.fit(X, y, qid)
     rng = np.random.default_rng(2)
@@ -173,8 +173,8 @@ def test_fresh_process_loads_and_predicts_without_compiling(tmp_path, kind):
 
 def _models():
     """Fitted rankers covering what a file must carry (built lazily: each test uses a few)."""
-    X, y, qid = make_data(3)
-    X_v, y_v, q_v = make_data(4)
+    X, y, qid = make_data_with_missing_marker(3)
+    X_v, y_v, q_v = make_data_with_missing_marker(4)
     frame = pd.DataFrame(X, columns=[f"feature {i}" for i in range(X.shape[1])])
     return {
         "plain": lambda: LambdaMARTRanker(**FAST, random_state=0).fit(X, y, qid),
@@ -193,7 +193,7 @@ def _models():
 @pytest.mark.parametrize("name", list(_models()))
 def test_model_file_round_trip_is_exact(tmp_path, name):
     model = _models()[name]()
-    X, y, qid = make_data(5)
+    X, y, qid = make_data_with_missing_marker(5)
     path = tmp_path / "model.json"
     assert model.save_model(path) is model
     loaded = load_model(path)
@@ -347,6 +347,7 @@ TAMPERED = {
     "newer-format": (lambda d: d.update(format_version=2), r"format version 2 .*Upgrade lambdamart"),
     "older-format": (lambda d: d.update(format_version=0), "format version 0"),
     "format-version-string": (lambda d: d.update(format_version="1"), "format_version"),
+    "format-version-null": (lambda d: d.update(format_version=None), "format_version"),
     "missing-field": (lambda d: d["trees"].pop("left"), "no 'left' entry"),
     "missing-params": (lambda d: d.pop("params"), "no 'params' entry"),
     "extra-tree-field": (lambda d: d["trees"].update(split_bin=[]), "does not define"),
@@ -407,14 +408,22 @@ def test_tampered_files_raise_value_error(tmp_path, saved, case):
     with pytest.raises(ValueError, match=message) as info:
         load_model(path)
     assert str(path) in str(info.value)
+    assert str(info.value).startswith("cannot load ")
 
 
 def _raw_cases(raw):
     text = raw.decode()
     return {
         "truncated": raw[: len(raw) // 2],
+        "truncated-to-one-byte": raw[:1],
+        "truncated-to-ten-bytes": raw[:10],
+        "truncated-by-two": raw[:-2],
         "truncated-by-one": raw[:-3],
         "empty": b"",
+        "text": b"ranker",
+        "byte-order-mark-text": "caf\u00e9 \ufeff".encode(),
+        "nul-bytes": b"\x00" * 64,
+        "zip-header": b"PK\x03\x04npz",
         "nan-literal": text.replace('"format_version": 1', '"format_version": NaN').encode(),
         "infinity-literal": text.replace('"inf"', "Infinity", 1).encode(),
         "duplicate-key": text.replace('"format_version": 1', '"format_version": 1, "format_version": 1').encode(),
@@ -422,17 +431,27 @@ def _raw_cases(raw):
         "npz": b"PK\x03\x04\x14\x00\x00\x00\x08\x00" + bytes(range(256)),
         "binary": bytes(range(256)),
         "json-list": b"[1, 2, 3]",
+        "json-empty-list": b"[]",
+        "json-empty-object": b"{}",
+        "json-null": b"null",
         "json-string": b'"lambdamart-model"',
+        "format-only": b'{"format": "lambdamart-model"}',
         "deep-nesting": b"[" * 200_000 + b"]" * 200_000,
         "huge-number": text.replace('"n_features_in": 4', '"n_features_in": 4' + "0" * 5000).encode(),
     }
 
 
 RAW_MESSAGES = {
-    "truncated": "not valid JSON", "truncated-by-one": "not valid JSON", "empty": "not valid JSON",
+    "truncated": "not valid JSON", "truncated-to-one-byte": "not valid JSON",
+    "truncated-to-ten-bytes": "not valid JSON", "truncated-by-two": "not valid JSON",
+    "truncated-by-one": "not valid JSON", "empty": "not valid JSON",
+    "text": "not valid JSON", "byte-order-mark-text": "not valid JSON", "nul-bytes": "not valid JSON",
+    "zip-header": "not valid JSON",
     "nan-literal": "non-JSON literal NaN", "infinity-literal": "non-JSON literal Infinity",
     "duplicate-key": "repeats a key", "pickle": "looks like a pickle", "npz": "not UTF-8", "binary": "not UTF-8",
-    "json-list": "not a lambdamart model file", "json-string": "not a lambdamart model file",
+    "json-list": "not a lambdamart model file", "json-empty-list": "not a lambdamart model file",
+    "json-empty-object": "not a lambdamart model file", "json-null": "not a lambdamart model file",
+    "json-string": "not a lambdamart model file", "format-only": "format_version is missing",
     "deep-nesting": "nests JSON too deeply|not valid JSON", "huge-number": "not a readable JSON|not valid JSON",
 }
 
@@ -442,31 +461,9 @@ def test_broken_files_raise_value_error(tmp_path, saved, case):
     raw, _ = saved
     path = tmp_path / "model.json"
     path.write_bytes(_raw_cases(raw)[case])
-    with pytest.raises(ValueError, match=RAW_MESSAGES[case]):
+    with pytest.raises(ValueError, match=RAW_MESSAGES[case]) as info:
         load_model(path)
-
-
-def _reference_predict(trees, X):
-    """Pure-Python predict that checks every index it follows (and fails on a cycle) instead of trusting them."""
-    feature, threshold, left, right = trees["feature"], trees["threshold"], trees["left"], trees["right"]
-    n_nodes = feature.shape[0]
-    out = np.zeros(X.shape[0])
-    for i in range(X.shape[0]):
-        score = 0.0
-        for start in trees["tree_starts"]:
-            node, steps = int(start), 0
-            while left[node] != -1:
-                assert 0 <= feature[node] < X.shape[1]
-                x = X[i, feature[node]]
-                if np.isnan(x):
-                    node = left[node] if trees["missing_left"][node] else right[node]
-                else:
-                    node = left[node] if x <= threshold[node] else right[node]
-                steps += 1
-                assert 0 <= node < n_nodes and steps < n_nodes
-            score += trees["value"][node]
-        out[i] = score
-    return out
+    assert re.match(r"cannot load .*model\.json", str(info.value))
 
 
 def test_random_tampering_never_reaches_predict_unchecked(tmp_path, saved, data):
@@ -496,5 +493,75 @@ def test_random_tampering_never_reaches_predict_unchecked(tmp_path, saved, data)
             outcomes["rejected"] += 1
             continue
         outcomes["loaded"] += 1
-        np.testing.assert_array_equal(loaded.predict(X), _reference_predict(loaded._trees, X))
+        np.testing.assert_array_equal(loaded.predict(X), reference_predict(loaded._trees, X))
     assert outcomes["rejected"] > 100 and outcomes["loaded"] > 20, outcomes
+
+
+@pytest.fixture(scope="module")
+def small_saved(tmp_path_factory):
+    """The bytes of the model file of a two-tree, four-leaf model of helpers.make_data()."""
+    X, y, qid = make_data()
+    path = tmp_path_factory.mktemp("small") / "model.json"
+    fit(X, y, qid, n_estimators=2, max_leaf_nodes=4).save_model(path)
+    return path.read_bytes()
+
+
+def test_bit_flipped_model_files_raise_value_error_or_load_checked_trees(tmp_path, small_saved):
+    """Single bit flips all over a small model file: each either raises ValueError or loads trees that a
+    bounds-checking walk predicts exactly like the kernel. Nothing else (no crash, no other exception)."""
+    X = make_data()[0][:20]
+    rng = np.random.default_rng(0)
+    flipped = tmp_path / "flipped.json"
+    outcomes = {"rejected": 0, "loaded": 0}
+    for position in rng.choice(len(small_saved), size=min(400, len(small_saved)), replace=False):
+        edited = bytearray(small_saved)
+        edited[position] ^= 1 << int(rng.integers(8))
+        flipped.write_bytes(bytes(edited))
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # a flipped parameter name is an unknown parameter: it warns
+                loaded = load_model(flipped)
+        except ValueError as error:
+            assert str(flipped) in str(error)
+            outcomes["rejected"] += 1
+            continue
+        outcomes["loaded"] += 1
+        np.testing.assert_array_equal(loaded.predict(X), reference_predict(loaded._trees, X))
+    assert outcomes["rejected"] > 100, outcomes
+
+
+class _Marker:
+    """Unpickling this creates a file: proof that a pickle was executed."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
+
+
+def test_loading_never_executes_code_from_the_file(tmp_path, saved, monkeypatch):
+    marker = tmp_path / "executed"
+    payloads = {
+        "pickle": pickle.dumps(_Marker(str(marker))),
+        "pickle-protocol-0": pickle.dumps(_Marker(str(marker)), protocol=0),
+    }
+    _, doc = saved
+    for name, value in {"gain": f"__import__('pathlib').Path({str(marker)!r}).touch()",
+                        "objective": "eval", "random_state": {"py/reduce": [{"py/type": "os.system"}]}}.items():
+        crafted = copy.deepcopy(doc)
+        crafted["params"][name] = value
+        payloads[f"param-{name}"] = json.dumps(crafted).encode()
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("load_model must not unpickle, eval or exec anything")
+
+    for target in ("pickle.loads", "pickle.load", "pickle.Unpickler", "numpy.load", "builtins.eval",
+                   "builtins.exec"):
+        monkeypatch.setattr(target, forbidden)
+    for name, payload in payloads.items():
+        path = tmp_path / f"{name}.json"
+        path.write_bytes(payload)
+        with pytest.raises(ValueError, match="cannot load"):
+            load_model(path)
+        assert not marker.exists(), name

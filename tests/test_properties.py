@@ -9,11 +9,21 @@ import itertools
 
 import numpy as np
 import pytest
+from helpers import interleave
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lambdamart.metrics import (dcg, err, hits_at_k, kendall_tau, mean_average_precision, mean_reciprocal_rank,
-                                ndcg, precision_at_k, recall_at_k)
+from lambdamart.metrics import (
+    dcg,
+    err,
+    hits_at_k,
+    kendall_tau,
+    mean_average_precision,
+    mean_reciprocal_rank,
+    ndcg,
+    precision_at_k,
+    recall_at_k,
+)
 
 PROPERTY = settings(max_examples=40, deadline=None, derandomize=True, database=None)
 
@@ -65,15 +75,6 @@ def ranking_data(draw, max_queries=5, max_docs=8, distinct_scores=False):
         scores = np.array(draw(st.lists(SCORES, min_size=n, max_size=n)), dtype=np.float64)
     order = np.array(draw(st.permutations(range(n))), dtype=np.int64)
     return labels[order], scores[order], qid[order]
-
-
-def keep_query_order(qid, seed):
-    """A permutation that interleaves queries anew but keeps each query's rows in their relative order."""
-    slots = np.random.default_rng(seed).permutation(qid)
-    order = np.empty(qid.size, dtype=np.int64)
-    for q in np.unique(qid):
-        order[slots == q] = np.flatnonzero(qid == q)
-    return order
 
 
 # ---------------------------------------------------------------- ranges
@@ -149,7 +150,7 @@ def test_average_ties_are_invariant_to_any_row_permutation_with_qid(data, k, nam
        seed=st.integers(0, 2**32 - 1))
 def test_input_ties_are_invariant_to_permutations_that_keep_each_query_in_order(data, k, name, seed):
     y, s, qid = data
-    perm = keep_query_order(qid, seed)
+    perm = interleave(qid, seed)  # queries interleaved anew, each query's rows in their relative order
     before = call(name, y, s, qid, k=k, ties="input", reduce=None)
     after = call(name, y[perm], s[perm], qid[perm], k=k, ties="input", reduce=None)
     np.testing.assert_array_equal(after, before)  # the same documents in the same order: exactly the same

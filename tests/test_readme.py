@@ -51,7 +51,7 @@ def test_every_block_is_python_or_bash_and_every_bash_block_is_classified():
     sections = {title for title, _, _ in blocks()}
     for name in NOT_RUN:
         assert name in sections, f"NOT_RUN names a README section that no longer exists: {name}"
-    for section, language, code in blocks():
+    for section, language, _code in blocks():
         assert language in ("python", "bash"), (section, language)
 
 
@@ -67,6 +67,7 @@ def test_python_block_runs(section, code, tmp_path, monkeypatch):
 BASH = [(section, code) for section, language, code in blocks() if language == "bash" and section not in NOT_RUN]
 
 
+@pytest.mark.slow  # 8 to 16 s: the command-line examples train, predict and evaluate in subprocesses
 @pytest.mark.parametrize("section,code", BASH, ids=[f"{i}-{s}" for i, (s, _) in enumerate(BASH)])
 def test_bash_block_runs(section, code, tmp_path, monkeypatch):
     """Run the block with ``bash -e`` after the python blocks of its section (which write its input files)."""

@@ -4,7 +4,6 @@ import pickle
 
 import numpy as np
 import pytest
-import sklearn
 from sklearn.ensemble import HistGradientBoostingRegressor
 from sklearn.linear_model import Ridge
 from sklearn.model_selection import GridSearchCV, GroupKFold, cross_validate
@@ -13,14 +12,9 @@ from lambdamart.metrics import mean_average_precision, ndcg, precision_at_k
 from lambdamart.scoring import make_ranking_scorer, map_scorer, ndcg_scorer
 
 
-@pytest.fixture
-def routing():
-    with sklearn.config_context(enable_metadata_routing=True):
-        yield
-
-
 @pytest.fixture(scope="module")
 def data():
+    """30 queries of 12 documents, labels 0..4 from feature 0 (replaces conftest's data in this file)."""
     rng = np.random.RandomState(0)
     qid = np.repeat(np.arange(30), 12)
     X = rng.rand(qid.size, 4)

@@ -8,9 +8,9 @@ import threading
 import warnings
 
 import numpy as np
-import pandas as pd
 import pytest
 import sklearn
+from helpers import make_data
 from scipy.stats import loguniform, randint
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, GroupKFold, RandomizedSearchCV, cross_validate
@@ -24,7 +24,7 @@ from lambdamart.metrics import mean_average_precision, ndcg
 from lambdamart.scoring import map_scorer, ndcg_scorer
 
 # One thread: these tests are about the scikit-learn API, and tiny fits on a busy machine are much faster without
-# thread hand-offs (the model is the same for any thread count, see test_ranker.py).
+# thread hand-offs (the model is the same for any thread count, see test_determinism.py).
 FAST = dict(n_estimators=5, max_leaf_nodes=7, min_samples_leaf=5, n_jobs=1)
 
 # Checks that cannot hold for a ranker, and why. Everything else in scikit-learn's suite passes.
@@ -49,25 +49,11 @@ def test_sklearn_estimator_checks(estimator, check):
 # ---------------------------------------------------------------- helpers
 
 
-def make_data(seed=0, n_queries=24, n_features=5):
-    rng = np.random.default_rng(seed)
-    sizes = rng.integers(6, 16, n_queries)
-    qid = np.repeat(np.arange(n_queries), sizes)
-    X = rng.normal(size=(qid.size, n_features))
-    relevance = X[:, 0] + 0.5 * X[:, 1] ** 2 + 0.5 * rng.normal(size=qid.size)
-    y = np.digitize(relevance, np.quantile(relevance, [0.5, 0.8, 0.95])).astype(float)
-    return X, y, qid
-
-
 @pytest.fixture(scope="module")
 def data():
-    return make_data()
-
-
-@pytest.fixture
-def routing():
-    with sklearn.config_context(enable_metadata_routing=True):
-        yield
+    """24 queries of 6 to 15 documents, 5 features; features 0 and 1 carry the relevance (replaces conftest's data
+    in this file)."""
+    return make_data(0, 24, 5, min_docs=6, max_docs=15, relevance="square", label_quantiles=(0.5, 0.8, 0.95))
 
 
 def group_cv(n_splits=3):
@@ -106,18 +92,6 @@ def test_fit_and_score_request_qid_by_default(routing):
     assert routing_info.score.requests == {"qid": True, "sample_weight": None}  # weights only when requested
 
 
-def test_object_labels_are_numbers(data):
-    X, y, qid = data
-    expected = LambdaMARTRanker(**FAST, random_state=0).fit(X, y, qid).predict(X)
-    for labels in (y.astype(int).astype(object), pd.Series(y.astype(int), dtype="Int64")):
-        got = LambdaMARTRanker(**FAST, random_state=0).fit(X, labels, qid).predict(X)
-        np.testing.assert_array_equal(got, expected)
-    with pytest.raises(TypeError, match="numeric relevance labels"):
-        LambdaMARTRanker(**FAST).fit(X, np.array(["a"] * y.size, dtype=object), qid)
-    with pytest.raises(ValueError, match="requires y"):
-        LambdaMARTRanker(**FAST).fit(X, None, qid)
-
-
 # ---------------------------------------------------------------- feature importances
 
 
@@ -138,7 +112,7 @@ def test_importance_types(data):
         == {0, 1}
     ranker.set_params(importance_type="weight")
     with pytest.raises(ValueError, match="importance_type"):
-        ranker.feature_importances_
+        _ = ranker.feature_importances_
     with pytest.raises(ValueError, match="importance_type"):
         LambdaMARTRanker(importance_type="weight").fit(X, y, qid)
 

@@ -1,14 +1,16 @@
-"""Tests of binning, histograms, the leaf-wise grower and prediction (lambdamart.binning/histogram/split/grower/
-ensemble/predict), with a brute-force best-first tree written over raw sorted values as the reference."""
+"""The tree engine (lambdamart._engine): binning, histograms, the leaf-wise grower, the tree layout and
+prediction, with a brute-force best-first tree written over raw sorted values as the reference. Growing a tree step
+by step through the grower's parts is in test_engine_steps.py."""
 
 import numpy as np
 import pytest
+from helpers import reference_predict
 
 from lambdamart._engine.binning import MIN_SAMPLES_PER_BIN, bin_features, find_thresholds
-from lambdamart._engine.tree import concatenate_trees, make_tree
 from lambdamart._engine.grower import GrowthParams, add_leaf_values, grow_tree, make_workspace
 from lambdamart._engine.histogram import SPARSE_SHARE, build_block, make_layout, new_histograms, subtract_feature
 from lambdamart._engine.predict import add_tree_binned, predict_parallel, predict_serial
+from lambdamart._engine.tree import concatenate_trees, make_tree
 
 # ---------------------------------------------------------------- helpers
 
@@ -619,8 +621,8 @@ def test_missing_values_tree_leaves_match_brute_force():
     y[np.isnan(X[:, 0])] += 1.5
     result = grow(X, -y, np.ones_like(y), max_leaf_nodes=8, min_samples_leaf=5)
     nodes = brute_force_tree(X, -y, np.ones_like(y), 8, min_samples_leaf=5)
-    kernel_leaves = {frozenset(r.tolist()): v for r, v, l in
-                     zip(kernel_node_rows(result), result["tree"]["value"], result["tree"]["left"]) if l == -1}
+    kernel_leaves = {frozenset(r.tolist()): v for r, v, left in
+                     zip(kernel_node_rows(result), result["tree"]["value"], result["tree"]["left"]) if left == -1}
     brute_leaves = {frozenset(n["rows"].tolist()): n["value"] for n in nodes if "split" not in n}
     assert kernel_leaves.keys() == brute_leaves.keys()
     for k, v in kernel_leaves.items():
@@ -714,20 +716,6 @@ def _random_tree(rng, n_features, n_leaves, values):
                 gain=np.where(is_leaf, 0.0, 1.0), count=np.ones(n, dtype=np.int64))
 
 
-def _walk_one_row_at_a_time(X, ens):
-    """Reference scores: each row walks each tree alone, in plain Python, summing leaves in tree order from 0.0."""
-    out = np.zeros(X.shape[0])
-    for i in range(X.shape[0]):
-        for root in ens["tree_starts"]:
-            node = root
-            while ens["left"][node] != -1:
-                x = X[i, ens["feature"][node]]
-                go_left = x <= ens["threshold"][node] if not np.isnan(x) else ens["missing_left"][node]
-                node = ens["left"][node] if go_left else ens["right"][node]
-            out[i] += ens["value"][node]
-    return out
-
-
 @pytest.mark.parametrize("seed", range(3))
 def test_predict_rows_walked_together_match_one_row_at_a_time(seed):
     # predict walks eight rows down a tree in lock-step (rows at a leaf wait there) and pads the last group of a
@@ -748,7 +736,7 @@ def test_predict_rows_walked_together_match_one_row_at_a_time(seed):
             for dtype in (np.float64, np.float32):
                 with np.errstate(over="ignore"):  # 1e300 becomes inf in float32
                     X_n = np.ascontiguousarray(X[:n], dtype=dtype)
-                expected = _walk_one_row_at_a_time(X_n, ens)
+                expected = reference_predict(ens, X_n)  # each row walks each tree alone, in plain Python
                 np.testing.assert_array_equal(predict_serial(X_n, *args), expected)
                 np.testing.assert_array_equal(predict_parallel(X_n, *args), expected)
 

@@ -1,7 +1,7 @@
 """Every use of a scikit-learn private API, in one place.
 
 scikit-learn keeps these names stable in practice but promises nothing about them, so the supported range is
-declared in ``pyproject.toml`` (``scikit-learn>=1.6,<1.10``) and ``.ci/run`` runs a part of the suite against the
+declared in ``pyproject.toml`` (``scikit-learn>=1.7,<1.10``) and ``.ci/run`` runs a part of the suite against the
 oldest declared versions. When a new scikit-learn moves one of them, this module is the only one to change.
 """
 

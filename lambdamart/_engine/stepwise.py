@@ -1,0 +1,185 @@
+"""Leaf-wise tree growth driven from Python, one node at a time, over histograms that come from anywhere.
+
+:func:`~.grower.grow_tree` grows a tree inside one numba call on rows it holds. A grower whose rows live elsewhere
+(on the workers of a cluster, each holding some of the queries) cannot do that: it needs a node's histogram summed
+over every holder of rows, and every holder to split its rows the same way. :func:`grow_tree_stepwise` is that
+grower. It follows ``grow_tree``'s order exactly (best leaf first, the smaller child's histogram built and the
+larger one's taken as the parent's minus it, ties to the lowest index), so on the same rows it grows the same tree;
+only the holders of rows, behind the :class:`RowSource` interface, change.
+"""
+
+import numpy as np
+
+from .grower import GrownTree, find_node_split, gather_node, node_histogram, partition_node
+from .histogram import new_histograms
+from .split import leaf_value
+
+
+class RowSource:
+    """Where a tree's rows are: builds node histograms and splits nodes' rows on request.
+
+    Subclasses hold the rows (one process, or many) and answer for all of them: a histogram is the sum over all
+    rows of the node, wherever they are.
+    """
+
+    def root(self):
+        """The root's totals ``(Σλ, Σw, count)`` and its histogram, ``(total_bins, 3)`` or wider."""
+        raise NotImplementedError
+
+    def split(self, node, split, left, right, small_is_left, small_totals):
+        """Split ``node``'s rows by ``split`` into the new nodes ``left`` and ``right``.
+
+        ``small_totals`` are the smaller child's ``(Σλ, Σw, count)`` over all rows, as the split search found them.
+        Returns the histogram of the smaller child (``left`` when ``small_is_left``).
+        """
+        raise NotImplementedError
+
+
+class RowShard(RowSource):
+    """Rows held in this process: the binned codes, λ and w of a set of rows, split node by node.
+
+    Alone, it is the source of a tree grown on its rows, and the tree is the one ``grow_tree`` grows on them, bit
+    for bit. As one of several shards of a larger set (``local_totals=True``), each node's histogram is over the
+    shard's rows only, and the totals it needs (for the bins it fills in as totals minus the rest) are its own.
+
+    Parameters
+    ----------
+    codes : uint8 array (n_features, n_samples)
+    n_bins : int64 array (n_features,)
+    layout : HistogramLayout
+    grad, hess : float64 arrays (n_samples,)
+    rows : int64 array
+        The rows of the tree (copied: partitioned in place as nodes split).
+    local_totals : bool, default=False
+        Use the shard's own sums as node totals (one shard of many) instead of the ones the split search passes.
+    """
+
+    def __init__(self, codes, n_bins, layout, grad, hess, rows, local_totals=False):
+        self.codes, self.n_bins, self.layout, self.grad, self.hess = codes, n_bins, layout, grad, hess
+        self.rows = np.array(rows, dtype=np.int64)
+        self.local_totals = local_totals
+        n = self.rows.shape[0]
+        self._ordered_grad, self._ordered_hess = np.empty(n), np.empty(n)
+        self._buffer = np.empty(n, dtype=np.int64)
+        self.node_start, self.node_stop = [0], [n]
+
+    def _histogram(self, start, stop, totals):
+        rows = self.rows[start:stop]
+        sum_grad, sum_hess = gather_node(self.grad, self.hess, self.rows, start, stop, self._ordered_grad,
+                                         self._ordered_hess)
+        if totals is None or self.local_totals:
+            totals = (sum_grad, sum_hess, float(stop - start))
+        hist = new_histograms(1, int(self.layout.bin_offsets[-1]))[0]
+        node_histogram(self.codes, self.layout, rows, self._ordered_grad[start:stop], self._ordered_hess[start:stop],
+                       totals[0], totals[1], float(totals[2]), hist)
+        return sum_grad, sum_hess, hist
+
+    def root(self):
+        """See :meth:`RowSource.root`."""
+        sum_grad, sum_hess, hist = self._histogram(0, self.rows.shape[0], None)
+        return sum_grad, sum_hess, self.rows.shape[0], hist
+
+    def split(self, node, split, left, right, small_is_left, small_totals):
+        """See :meth:`RowSource.split`."""
+        start, stop = self.node_start[node], self.node_stop[node]
+        f = split.feature
+        boundary = partition_node(self.codes, self.rows, start, stop, f, split.bin, self.n_bins[f],
+                                  split.missing_left, self._buffer)
+        for child, child_start, child_stop in ((left, start, boundary), (right, boundary, stop)):
+            while len(self.node_start) <= child:
+                self.node_start.append(0)
+                self.node_stop.append(0)
+            self.node_start[child], self.node_stop[child] = child_start, child_stop
+        small = left if small_is_left else right
+        return self._histogram(self.node_start[small], self.node_stop[small], small_totals)[2]
+
+    def leaf_rows(self, node):
+        """The rows that reached ``node`` (after the splits so far)."""
+        return self.rows[self.node_start[node]:self.node_stop[node]]
+
+
+def _splittable(count, depth, params):
+    # As grower._splittable: room for two leaves of min_samples_leaf rows, and depth to spare.
+    return (count >= 2 * params.min_samples_leaf and count >= 2
+            and (params.max_depth < 0 or depth < params.max_depth))
+
+
+def grow_tree_stepwise(source, n_bins, bin_offsets, features, params):
+    """Grow one tree leaf-wise from the histograms of ``source`` (see :class:`RowSource`).
+
+    Parameters
+    ----------
+    source : RowSource
+    n_bins : int64 array (n_features,)
+        Value bins per feature (the missing bin comes after them).
+    bin_offsets : int64 array (n_features + 1,)
+        Histogram rows of each feature (``HistogramLayout.bin_offsets``).
+    features : int64 array
+        Sorted indices of the features this tree may split on.
+    params : GrowthParams
+
+    Returns
+    -------
+    GrownTree
+        ``node_start`` and ``node_stop`` are zero: the rows are the source's, not in one array.
+    """
+    sum_grad, sum_hess, count, hist = source.root()
+    feature, split_bin, missing_left, left, right, gain = [-1], [0], [False], [-1], [-1], [0.0]
+    counts, depths, grads, hesses, hists, splits = [count], [0], [sum_grad], [sum_hess], [hist], [None]
+
+    def search(node):
+        if _splittable(counts[node], depths[node], params):
+            splits[node] = find_node_split(hists[node], n_bins, bin_offsets, features, grads[node], hesses[node],
+                                           float(counts[node]), params)
+
+    search(0)
+    n_leaves = 1
+    while n_leaves < params.max_leaf_nodes:
+        node = -1
+        for i in range(len(counts)):
+            if left[i] == -1 and splits[i] is not None and splits[i].gain > 0.0 and (
+                    node == -1 or splits[i].gain > splits[node].gain):
+                node = i
+        if node == -1:
+            break
+        best = splits[node]
+        feature[node], split_bin[node], missing_left[node], gain[node] = (best.feature, best.bin, best.missing_left,
+                                                                          best.gain)
+        lc, rc = len(counts), len(counts) + 1
+        left[node], right[node] = lc, rc
+        left_count = int(best.left_count)
+        right_count = counts[node] - left_count
+        for child_count, g, h in ((left_count, best.left_grad, best.left_hess),
+                                  (right_count, grads[node] - best.left_grad, hesses[node] - best.left_hess)):
+            feature.append(-1)
+            split_bin.append(0)
+            missing_left.append(False)
+            left.append(-1)
+            right.append(-1)
+            gain.append(0.0)
+            counts.append(child_count)
+            depths.append(depths[node] + 1)
+            grads.append(g)
+            hesses.append(h)
+            hists.append(None)
+            splits.append(None)
+        small_is_left = left_count <= right_count
+        small, large = (lc, rc) if small_is_left else (rc, lc)
+        hists[small] = source.split(node, best, lc, rc, small_is_left, (grads[small], hesses[small], counts[small]))
+        hists[large] = hists[node] - hists[small]
+        hists[node] = None  # a split node's histogram is never needed again
+        n_leaves += 1
+        if n_leaves < params.max_leaf_nodes:
+            search(small)
+            search(large)
+
+    n_nodes = len(counts)
+    value = np.zeros(n_nodes)
+    for i in range(n_nodes):
+        if left[i] == -1:
+            value[i] = params.learning_rate * leaf_value(grads[i], hesses[i], params.l2_regularization)
+    return GrownTree(feature=np.array(feature, dtype=np.int32), split_bin=np.array(split_bin, dtype=np.int32),
+                     missing_left=np.array(missing_left, dtype=np.bool_), left=np.array(left, dtype=np.int32),
+                     right=np.array(right, dtype=np.int32), value=value, gain=np.array(gain, dtype=np.float64),
+                     count=np.array(counts, dtype=np.int64), node_start=np.zeros(n_nodes, dtype=np.int64),
+                     node_stop=np.zeros(n_nodes, dtype=np.int64))

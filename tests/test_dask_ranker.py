@@ -1,0 +1,127 @@
+"""DaskLambdaMARTRanker on real LocalClusters of worker processes: the same model as a single-machine fit."""
+
+import numpy as np
+import pytest
+
+da = pytest.importorskip("dask.array")
+dd = pytest.importorskip("dask.dataframe")
+distributed = pytest.importorskip("distributed")
+pd = pytest.importorskip("pandas")
+
+from lambdamart import LambdaMARTRanker  # noqa: E402
+from lambdamart.dask import DaskLambdaMARTRanker  # noqa: E402
+from lambdamart.datasets import make_ranking_data  # noqa: E402
+
+pytestmark = pytest.mark.slow  # cluster start-up and worker processes: seconds per test
+
+
+@pytest.fixture(scope="module", params=[2, 3], ids=["2 workers", "3 workers"])
+def client(request):
+    with distributed.LocalCluster(n_workers=request.param, processes=True, threads_per_worker=1,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def data():
+    """Queries whose rows are shuffled across the whole set, so every partition holds pieces of many queries."""
+    X, y, qid = make_ranking_data(90, random_state=1)
+    X[np.random.default_rng(1).random(X.shape) < 0.02] = np.nan
+    order = np.random.default_rng(0).permutation(y.shape[0])
+    return X[order], y[order], qid[order]
+
+
+def _dask(X, y, qid, chunk=1500):
+    return (da.from_array(X, chunks=(chunk, -1)), da.from_array(y, chunks=chunk), da.from_array(qid, chunks=chunk))
+
+
+def assert_same_model(distributed_model, local_model, X):
+    a, b = distributed_model._trees, local_model._trees
+    for name in ("tree_starts", "feature", "threshold", "missing_left", "left", "right", "count"):
+        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+    np.testing.assert_allclose(a["value"], b["value"], rtol=1e-9, atol=1e-12)
+    assert distributed_model.n_estimators_ == local_model.n_estimators_
+    expected = local_model.predict(X)
+    # Relative to the scale of the scores: a score near 0 carries the rounding of the larger leaf values it sums.
+    np.testing.assert_allclose(distributed_model.to_local().predict(X), expected, rtol=1e-9,
+                               atol=1e-9 * np.abs(expected).max())
+
+
+@pytest.mark.parametrize("params", [
+    dict(n_estimators=8),
+    dict(n_estimators=8, subsample=0.6, max_features=0.5, random_state=3),
+    dict(n_estimators=6, objective="lambdarank_map", l2_regularization=1.0, max_depth=4),
+    dict(n_estimators=5, objective="ranknet", pairs_per_document=2, random_state=4),
+    dict(n_estimators=5, objective="listmle", random_state=2),
+    dict(n_estimators=5, objective="listnet"),
+    dict(n_estimators=5, objective="pointwise"),
+], ids=lambda p: ",".join(f"{k}={v}" for k, v in p.items()))
+def test_dask_arrays_give_the_local_model(client, data, params):
+    X, y, qid = data
+    model = DaskLambdaMARTRanker(client=client, **params).fit(*_dask(X, y, qid))
+    assert_same_model(model, LambdaMARTRanker(**params).fit(X, y, qid), X)
+
+
+def test_dataframe_with_queries_scattered_over_partitions(client, data):
+    X, y, qid = data
+    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])])
+    ddf = dd.from_pandas(frame, npartitions=5)
+    weights = np.random.default_rng(5).uniform(0.5, 2.0, y.shape[0])
+    chunks = tuple(int(n) for n in ddf.map_partitions(len).compute())
+    model = DaskLambdaMARTRanker(client=client, n_estimators=6, random_state=0).fit(
+        ddf, da.from_array(y, chunks=chunks), da.from_array(qid, chunks=chunks),
+        sample_weight=da.from_array(weights, chunks=chunks))
+    local = LambdaMARTRanker(n_estimators=6, random_state=0).fit(frame, y, qid, sample_weight=weights)
+    assert_same_model(model, local, frame)
+    assert list(model.feature_names_in_) == list(frame.columns)
+    scores = model.predict(ddf)
+    assert isinstance(scores, da.Array)
+    expected = local.predict(frame)
+    np.testing.assert_allclose(scores.compute(), expected, rtol=1e-9, atol=1e-9 * np.abs(expected).max())
+
+
+def test_early_stopping_stops_at_the_same_round(client, data):
+    X, y, qid = data
+    X_v, y_v, qid_v = make_ranking_data(30, random_state=7)
+    params = dict(n_estimators=60, learning_rate=0.5, n_iter_no_change=3, random_state=0)
+    model = DaskLambdaMARTRanker(client=client, **params).fit(*_dask(X, y, qid),
+                                                              eval_set=[_dask(X_v, y_v, qid_v, chunk=700)])
+    local = LambdaMARTRanker(**params).fit(X, y, qid, eval_set=[(X_v, y_v, qid_v)])
+    assert local.n_iter_ < 60, "the case should stop early"
+    assert (model.n_iter_, model.best_iteration_) == (local.n_iter_, local.best_iteration_)
+    np.testing.assert_allclose(model.validation_score_, local.validation_score_, rtol=1e-12)
+    np.testing.assert_allclose(model.train_score_, local.train_score_, rtol=1e-12)
+    assert_same_model(model, local, X)
+    # Held-out queries (early_stopping=True, no eval_set) are the ones a local fit holds out.
+    params = dict(n_estimators=40, learning_rate=0.5, n_iter_no_change=3, early_stopping=True, random_state=1)
+    model = DaskLambdaMARTRanker(client=client, **params).fit(*_dask(X, y, qid))
+    local = LambdaMARTRanker(**params).fit(X, y, qid)
+    assert model.best_iteration_ == local.best_iteration_
+    assert_same_model(model, local, X)
+
+
+def test_predict_is_lazy_for_dask_and_numpy_for_numpy(client, data):
+    X, y, qid = data
+    model = DaskLambdaMARTRanker(client=client, n_estimators=3).fit(*_dask(X, y, qid))
+    lazy = model.predict(da.from_array(X, chunks=(1000, -1)))
+    assert isinstance(lazy, da.Array) and lazy.shape == (X.shape[0],)
+    eager = model.predict(X)
+    assert isinstance(eager, np.ndarray)
+    np.testing.assert_array_equal(lazy.compute(), eager)
+    local = model.to_local()
+    assert type(local) is LambdaMARTRanker and "client" not in local.get_params()
+
+
+def test_bad_input_fails_before_training(client, data):
+    X, y, qid = data
+    Xd, yd, qd = _dask(X, y, qid)
+    with pytest.raises(ValueError, match="do not line up"):
+        DaskLambdaMARTRanker(client=client).fit(Xd, da.from_array(y, chunks=1000), qd)
+    with pytest.raises(ValueError, match="needs qid"):
+        DaskLambdaMARTRanker(client=client).fit(Xd, yd)
+    bad = y.copy()
+    bad[5] = -1.0
+    with pytest.raises(ValueError, match="negative"):
+        DaskLambdaMARTRanker(client=client, n_estimators=2).fit(Xd, da.from_array(bad, chunks=1500), qd)
+    with pytest.raises(ValueError, match="learning_rate"):
+        DaskLambdaMARTRanker(client=client, learning_rate=-1.0).fit(Xd, yd, qd)

@@ -32,7 +32,7 @@ from sklearn.utils import check_random_state
 
 from ._compat import validate_params
 from ._engine.binning import bin_features, find_thresholds
-from ._engine.grower import GrownTree, GrowthParams, add_leaf_values
+from ._engine.grower import GrowthParams, add_leaf_values
 from ._engine.histogram import make_layout
 from ._engine.predict import add_tree_binned
 from ._engine.stepwise import RowShard, RowSource, grow_tree_stepwise
@@ -42,6 +42,7 @@ from ._metric_kernels import NDCG, per_query
 from ._objectives import TrainingQueries, make_objective
 from ._parallel import parallel_region
 from ._validation import check_y
+from .exceptions import WorkerLostError
 from .ranker import _BINNING_SUBSAMPLE, LambdaMARTRanker, _query_rows
 
 __all__ = ["DaskLambdaMARTRanker"]
@@ -218,22 +219,41 @@ class _GlobalDraws:
 
 
 class _Cluster(RowSource):
-    """The actors of a fit as one :class:`RowSource`: histograms summed over the workers."""
+    """The actors of a fit, one per worker, as one :class:`RowSource`: histograms summed over the workers.
 
-    def __init__(self, actors):
-        self.actors = actors
+    Every call goes to all actors at once and waits for all answers; a worker lost on the way ends the fit with a
+    :class:`~lambdamart.exceptions.WorkerLostError` naming it and the stage (round) of the fit.
+    """
+
+    def __init__(self, client, actors, workers):
+        self.client, self.actors, self.workers = client, actors, workers
+        self.stage = "set-up"
         self.rng_state = None
         self.tree_queries = None
 
+    def call(self, method, *args, each=None):
+        """``actor.method(*args)`` on every actor (or ``actor.method(*each[i])`` on actor i); the answers in order."""
+        futures = [getattr(a, method)(*(args if each is None else each[i])) for i, a in enumerate(self.actors)]
+        answers = []
+        for future, worker in zip(futures, self.workers):
+            try:
+                answers.append(future.result())
+            except Exception as error:
+                if worker not in self.client.scheduler_info()["workers"]:
+                    raise WorkerLostError(f"worker {worker} was lost during {self.stage} of the fit ({error!r}); "
+                                          f"its rows and their state went with it, so the fit stops here and "
+                                          f"returns no model. Fit again once the cluster is whole.") from error
+                raise
+        return answers
+
     def root(self):
-        parts = [f.result() for f in [a.start_tree(self.tree_queries, self.rng_state) for a in self.actors]]
+        parts = self.call("start_tree", self.tree_queries, self.rng_state)
         self.rng_state = parts[0][4]
         return (sum(p[0] for p in parts), sum(p[1] for p in parts), sum(p[2] for p in parts),
                 sum(p[3] for p in parts))
 
     def split(self, node, split, left, right, small_is_left, small_totals):
-        futures = [a.split(node, split, left, right, small_is_left) for a in self.actors]
-        return sum(f.result() for f in futures)
+        return sum(self.call("split", node, split, left, right, small_is_left))
 
 
 class DaskLambdaMARTRanker(LambdaMARTRanker):
@@ -341,6 +361,7 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
         actors = [client.submit(_Shard, data, valid if valid is not None else [], params, actor=True,
                                 workers=[w]).result()
                   for data, valid, w in zip(train_parts, valid_parts, workers)]
+        cluster = _Cluster(client, actors, workers)
 
         held_out = None
         if self.early_stopping is True and not eval_set:
@@ -349,7 +370,7 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
                 raise ValueError(f"early_stopping needs at least 2 queries to hold some out; got {n_queries}.")
             held_out = np.zeros(n_queries, dtype=bool)
             held_out[rng.choice(n_queries, n_valid, replace=False)] = True
-        n_rows = np.array([f.result() for f in [a.hold_out(held_out) for a in actors]], dtype=np.int64)
+        n_rows = np.array(cluster.call("hold_out", held_out), dtype=np.int64)
         first_row = np.concatenate(([0], np.cumsum(n_rows)))
         n_train = int(first_row[-1])
         train_queries = np.flatnonzero(~held_out) if held_out is not None else np.arange(n_queries)
@@ -359,20 +380,20 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
         if n_train > _BINNING_SUBSAMPLE:
             sample = np.sort(rng.choice(n_train, _BINNING_SUBSAMPLE, replace=False))
         shard_of = np.searchsorted(first_row, sample, side="right") - 1
-        rows = [a.rows_at(sample[shard_of == s] - first_row[s]) for s, a in enumerate(actors)]
-        X_sample = np.concatenate([r.result() for r in rows])
+        X_sample = np.concatenate(cluster.call("rows_at", each=[(sample[shard_of == s] - first_row[s],)
+                                                                for s in range(len(actors))]))
         with parallel_region(self.n_jobs):
             thresholds, threshold_offsets = find_thresholds(X_sample, self.max_bins)
-        bin_offsets = [f.result() for f in [a.setup(thresholds, threshold_offsets, int(first_row[s]), n_train)
-                                            for s, a in enumerate(actors)]][0]
+        bin_offsets = cluster.call("setup", each=[(thresholds, threshold_offsets, int(first_row[s]), n_train)
+                                                  for s in range(len(actors))])[0]
         n_bins = np.diff(threshold_offsets) + 1
-        trees = self._boost_on(actors, n_bins, bin_offsets, train_queries, rng, has_valid=held_out is not None
-                               or bool(eval_set))
+        trees = self._boost_on(cluster, n_bins, bin_offsets, train_queries, rng,
+                               has_valid=held_out is not None or bool(eval_set))
         self._trees = concatenate_trees([make_tree(t, thresholds, threshold_offsets) for t in trees])
         self.fit_profile_ = {"total": time.perf_counter() - started}
         return self
 
-    def _boost_on(self, actors, n_bins, bin_offsets, train_queries, rng, has_valid):
+    def _boost_on(self, cluster, n_bins, bin_offsets, train_queries, rng, has_valid):
         n_features = n_bins.shape[0]
         n_queries = train_queries.shape[0]
         n_tree_features = max(1, int(round(self.max_features * n_features)))
@@ -383,13 +404,13 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
                               min_samples_leaf=self.min_samples_leaf, min_sum_hessian=float(self.min_sum_hessian),
                               l2_regularization=float(self.l2_regularization),
                               learning_rate=float(self.learning_rate))
-        cluster = _Cluster(actors)
         stopping = has_valid and self.early_stopping is not False
         record = has_valid or self.verbose > 0
         trees, train_score, valid_score = [], [], []
         best_score, best_iter = -np.inf, 0
         start_time = time.perf_counter()
         for it in range(self.n_estimators):
+            cluster.stage = f"round {it + 1}"
             cluster.tree_queries = None
             if n_tree_queries < n_queries:
                 cluster.tree_queries = train_queries[np.sort(rng.choice(n_queries, n_tree_queries, replace=False))]
@@ -399,7 +420,7 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
             cluster.rng_state = rng.get_state()
             tree = grow_tree_stepwise(cluster, n_bins, bin_offsets, features, params)
             rng.set_state(cluster.rng_state)  # the draws the objectives made on the workers
-            sums = [f.result() for f in [a.finish_tree(_tree_record(tree), record) for a in actors]]
+            sums = cluster.call("finish_tree", tree, record)
             trees.append(tree)
             if record:
                 train_score.append(sum(s[0][0] for s in sums) / sum(s[0][1] for s in sums))
@@ -465,12 +486,6 @@ def _predict_frame(frame, model):
     import pandas as pd  # a dask DataFrame's partitions are pandas DataFrames
 
     return pd.Series(model.predict(frame), index=frame.index)
-
-
-def _tree_record(tree):
-    """The parts of a grown tree the workers need to score rows with it (no row ranges)."""
-    return GrownTree(tree.feature, tree.split_bin, tree.missing_left, tree.left, tree.right, tree.value, tree.gain,
-                     tree.count, tree.node_start, tree.node_stop)
 
 
 def _assign_queries(sizes, n_shards):

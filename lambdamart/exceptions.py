@@ -27,4 +27,11 @@ class InconsistentVersionWarning(UserWarning):
                 f"format is versioned and checked.")
 
 
-__all__ = ["InconsistentVersionWarning"]
+class WorkerLostError(RuntimeError):
+    """A worker of a Dask cluster was lost during a distributed fit, which stopped without a model.
+
+    The message names the worker's address and the stage (round) of the fit in which it was lost.
+    """
+
+
+__all__ = ["InconsistentVersionWarning", "WorkerLostError"]

@@ -49,7 +49,8 @@ MODULES = {_module_name(p): p for p in sorted(PACKAGE_DIR.rglob("*.py"))}
 GRAPH = {name: _imports(path) for name, path in MODULES.items()}
 
 # The estimator and everything built on it. Nothing below them may import them.
-ESTIMATOR_LAYER = {"lambdamart", "lambdamart.ranker", "lambdamart.model_io", "lambdamart.cli", "lambdamart.__main__"}
+ESTIMATOR_LAYER = {"lambdamart", "lambdamart.ranker", "lambdamart.model_io", "lambdamart.cli", "lambdamart.__main__",
+                   "lambdamart.dask"}
 
 
 def test_the_graph_sees_the_whole_package():
@@ -109,7 +110,8 @@ def test_scikit_learn_private_names_are_used_only_in_compat():
 
 
 PUBLIC_MODULES = ["lambdamart", "lambdamart.ranker", "lambdamart.model_io", "lambdamart.metrics",
-                  "lambdamart.scoring", "lambdamart.datasets", "lambdamart.exceptions", "lambdamart.cli"]
+                  "lambdamart.scoring", "lambdamart.datasets", "lambdamart.exceptions", "lambdamart.cli",
+                  "lambdamart.dask"]
 
 
 def _public_objects():

@@ -1,5 +1,9 @@
 """DaskLambdaMARTRanker on real LocalClusters of worker processes: the same model as a single-machine fit."""
 
+import os
+import threading
+import time
+
 import numpy as np
 import pytest
 
@@ -11,6 +15,7 @@ pd = pytest.importorskip("pandas")
 from lambdamart import LambdaMARTRanker  # noqa: E402
 from lambdamart.dask import DaskLambdaMARTRanker  # noqa: E402
 from lambdamart.datasets import make_ranking_data  # noqa: E402
+from lambdamart.exceptions import WorkerLostError  # noqa: E402
 
 pytestmark = pytest.mark.slow  # cluster start-up and worker processes: seconds per test
 
@@ -125,3 +130,35 @@ def test_bad_input_fails_before_training(client, data):
         DaskLambdaMARTRanker(client=client, n_estimators=2).fit(Xd, da.from_array(bad, chunks=1500), qd)
     with pytest.raises(ValueError, match="learning_rate"):
         DaskLambdaMARTRanker(client=client, learning_rate=-1.0).fit(Xd, yd, qd)
+
+
+def test_a_lost_worker_ends_the_fit_with_an_error_naming_it_and_the_round(data, capsys):
+    X, y, qid = data
+    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        model = DaskLambdaMARTRanker(client=client, n_estimators=100_000, learning_rate=0.001, verbose=1)
+        outcome = {}
+
+        def fit():
+            try:
+                model.fit(*_dask(X, y, qid))
+            except Exception as error:  # the test inspects it below
+                outcome["error"] = error
+
+        thread = threading.Thread(target=fit, daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 300
+        while "[3/" not in capsys.readouterr().out:  # training rounds are under way
+            assert thread.is_alive() and time.monotonic() < deadline, outcome
+            time.sleep(0.2)
+        victim = sorted(client.scheduler_info()["workers"])[0]
+        try:
+            client.run(os._exit, 1, workers=[victim])
+        except Exception:  # the worker died before it could answer, as it should
+            pass
+        thread.join(timeout=300)
+        assert not thread.is_alive(), "the fit hangs after losing a worker"
+    error = outcome.get("error")
+    assert isinstance(error, WorkerLostError), repr(error)
+    assert victim in str(error) and "during round " in str(error)
+    assert not hasattr(model, "_trees"), "no half-trained model may be left behind"

@@ -39,9 +39,10 @@ from ._engine.stepwise import RowShard, RowSource, grow_tree_stepwise
 from ._engine.tree import concatenate_trees, make_tree
 from ._gains import label_gains
 from ._metric_kernels import NDCG, per_query
-from ._objectives import TrainingQueries, make_objective
+from ._objectives import OBJECTIVES, TrainingQueries, make_objective
+from ._objectives.lambdarank import update_position_bias
 from ._parallel import parallel_region
-from ._validation import check_y
+from ._validation import check_position, check_y
 from .exceptions import WorkerLostError
 from .ranker import _BINNING_SUBSAMPLE, LambdaMARTRanker, _query_rows
 
@@ -51,13 +52,14 @@ __all__ = ["DaskLambdaMARTRanker"]
 # ------------------------------------------------------------------------------------------------- on the workers
 
 
-def _route_chunk(X, y, qid, sample_weight, query_ids, query_shard, first_row, n_shards):
+def _route_chunk(X, y, qid, sample_weight, position, query_ids, query_shard, first_row, n_shards):
     """Cut one input chunk into the rows of each shard: ``[dict per shard]`` with each row's query and input index."""
     X = np.asarray(X)
     if X.ndim != 2:
         raise ValueError(f"X must be 2-D, got a chunk of shape {X.shape}.")
     qid = np.asarray(qid).reshape(-1)
     y = check_y(y, X.shape[0], "y")
+    position = check_position(position, X.shape[0])
     query = np.searchsorted(query_ids, qid)
     shard = query_shard[query]
     row = first_row + np.arange(X.shape[0], dtype=np.int64)
@@ -65,7 +67,8 @@ def _route_chunk(X, y, qid, sample_weight, query_ids, query_shard, first_row, n_
     for s in range(n_shards):
         keep = shard == s
         pieces.append(dict(X=X[keep], y=y[keep], query=query[keep], row=row[keep],
-                           sample_weight=None if sample_weight is None else np.asarray(sample_weight)[keep]))
+                           sample_weight=None if sample_weight is None else np.asarray(sample_weight)[keep],
+                           position=None if position is None else position[keep]))
     return pieces
 
 
@@ -88,7 +91,7 @@ class _Shard:
     def __init__(self, data, valid_data, params):
         self.params = params
         self.X, self.y, self.query = data["X"], data["y"], data["query"]
-        self.sample_weight = data["sample_weight"]
+        self.sample_weight, self.position = data["sample_weight"], data["position"]
         self.valid = valid_data  # list of (X, y, query) of the eval sets' rows on this worker
 
     def n_rows(self):
@@ -102,14 +105,19 @@ class _Shard:
             self.X, self.y, self.query = self.X[keep], self.y[keep], self.query[keep]
             if self.sample_weight is not None:
                 self.sample_weight = self.sample_weight[keep]
+            if self.position is not None:
+                self.position = self.position[keep]
         return self.X.shape[0]
 
     def rows_at(self, positions):
         """Feature rows at the given positions of this shard's training rows (for the bin thresholds)."""
         return self.X[positions]
 
-    def setup(self, thresholds, threshold_offsets, first_row, n_train_rows):
-        """Bin the rows, build the objective; ``first_row`` is this shard's first row in the global layout."""
+    def setup(self, thresholds, threshold_offsets, first_row, n_train_rows, n_positions):
+        """Bin the rows, build the objective; ``first_row`` is this shard's first row in the global layout.
+
+        ``n_positions`` is the largest displayed position over all shards (Unbiased LambdaMART; 0 without).
+        """
         p = self.params
         self.n_bins = np.diff(threshold_offsets) + 1
         all_rows = np.arange(self.X.shape[0], dtype=np.int64)
@@ -120,9 +128,12 @@ class _Shard:
         gains = label_gains(self.y, p["gain"], "y")
         queries = TrainingQueries(labels=self.y, gains=gains, offsets=self.offsets,
                                   sample_weight=np.zeros(0) if self.sample_weight is None else self.sample_weight,
-                                  position=np.zeros(0, dtype=np.int64))
+                                  position=np.zeros(0, dtype=np.int64) if self.position is None else self.position)
         self.draws = _GlobalDraws(first_row, n_train_rows)
         self.objective = make_objective(p["objective"], queries, p, self.draws)
+        if n_positions:  # the client sums every shard's position losses and sends the biases back
+            self.objective.position_bias = np.ones((2, n_positions))
+            self.objective.update_biases = False
         self.gains = gains
         self.scores = np.zeros(self.X.shape[0])
         self.grad = np.zeros(self.X.shape[0])
@@ -138,9 +149,15 @@ class _Shard:
         del self.X  # the codes are all a round needs
         return self.layout.bin_offsets
 
-    def start_tree(self, tree_queries, rng_state):
-        """λ and w of this shard's queries among ``tree_queries`` (all when None); the root's histogram."""
+    def start_tree(self, tree_queries, rng_state, position_bias):
+        """λ and w of this shard's queries among ``tree_queries`` (all when None); the root's histogram.
+
+        Also returns the random state after the objective's draws and, for Unbiased LambdaMART (with the current
+        ``position_bias``), this shard's position loss totals.
+        """
         self.draws.set_state(rng_state)
+        if position_bias is not None:
+            self.objective.position_bias = position_bias
         if tree_queries is None:
             local = np.arange(self.query_ids.shape[0], dtype=np.int64)
         else:
@@ -151,7 +168,8 @@ class _Shard:
         self.rows = RowShard(self.codes, self.n_bins, self.layout, self.grad, self.hess, self.tree_rows,
                              local_totals=True)
         sum_grad, sum_hess, count, hist = self.rows.root()
-        return sum_grad, sum_hess, count, hist[:, :3].copy(), self.draws.get_state()
+        loss_totals = getattr(self.objective, "loss_totals", None) if position_bias is not None else None
+        return sum_grad, sum_hess, count, hist[:, :3].copy(), self.draws.get_state(), loss_totals
 
     def split(self, node, split, left, right, small_is_left):
         """Partition a node's rows; the smaller child's histogram over this shard's rows."""
@@ -230,6 +248,8 @@ class _Cluster(RowSource):
         self.stage = "set-up"
         self.rng_state = None
         self.tree_queries = None
+        self.position_bias = None  # Unbiased LambdaMART's current biases, None without positions
+        self.position_bias_norm = 0.0
 
     def call(self, method, *args, each=None):
         """``actor.method(*args)`` on every actor (or ``actor.method(*each[i])`` on actor i); the answers in order."""
@@ -247,8 +267,11 @@ class _Cluster(RowSource):
         return answers
 
     def root(self):
-        parts = self.call("start_tree", self.tree_queries, self.rng_state)
+        parts = self.call("start_tree", self.tree_queries, self.rng_state, self.position_bias)
         self.rng_state = parts[0][4]
+        if self.position_bias is not None:  # as a local fit, the biases move after every round's gradients
+            totals = sum(p[5] for p in parts)
+            self.position_bias = update_position_bias(totals, self.position_bias, self.position_bias_norm)
         return (sum(p[0] for p in parts), sum(p[1] for p in parts), sum(p[2] for p in parts),
                 sum(p[3] for p in parts))
 
@@ -310,17 +333,15 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
             Row weights, chunked like ``X``'s rows.
         eval_set : list of (X, y, qid) tuples, default=None
             Validation data (dask or numpy), scored every round; the first one drives early stopping.
-        position : None
-            Unbiased LambdaMART is not yet distributed; must be None.
+        position : dask.array.Array of int of shape (n_samples,), default=None
+            Displayed rank of every row (Unbiased LambdaMART), chunked like ``X``'s rows; every round the
+            workers' position losses are summed and the biases sent back, as a local fit updates them.
 
         Returns
         -------
         self
         """
         validate_params(self)
-        if position is not None:
-            raise ValueError("position (Unbiased LambdaMART) is not supported by DaskLambdaMARTRanker yet; fit "
-                             "LambdaMARTRanker on the gathered rows instead.")
         if qid is None:
             raise ValueError("DaskLambdaMARTRanker needs qid: the query id of every row (queries are what the "
                              "workers share out).")
@@ -328,7 +349,10 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
             self.__dict__.pop(name, None)
         client = self.client if self.client is not None else distributed.default_client()
         started = time.perf_counter()
-        X, arrays, names = _as_dask(X, {"y": y, "qid": qid, "sample_weight": sample_weight})
+        X, arrays, names = _as_dask(X, {"y": y, "qid": qid, "sample_weight": sample_weight, "position": position})
+        if position is not None and not OBJECTIVES[self.objective].supports_position:
+            raise ValueError(f"position (Unbiased LambdaMART) works with objective 'lambdarank' or "
+                             f"'lambdarank_map', not {self.objective!r}.")
         self.n_features_in_ = X.shape[1]
         if names is not None:
             self.feature_names_in_ = names
@@ -347,7 +371,8 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
             X_v, y_v, qid_v = (tuple(item) + (None,))[:3]
             if qid_v is None:
                 raise ValueError(f"eval_set[{i}] needs a qid: give (X, y, qid) tuples.")
-            X_v, arrays_v, _ = _as_dask(X_v, {"y": y_v, "qid": qid_v, "sample_weight": None}, where=f"eval_set[{i}] ")
+            X_v, arrays_v, _ = _as_dask(X_v, {"y": y_v, "qid": qid_v, "sample_weight": None, "position": None},
+                                        where=f"eval_set[{i}] ")
             if X_v.shape[1] != self.n_features_in_:
                 raise ValueError(f"eval_set[{i}] X has {X_v.shape[1]} features, but X has {self.n_features_in_}.")
             ids_v, sizes_v = (np.asarray(a) for a in client.compute(
@@ -384,12 +409,19 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
                                                                 for s in range(len(actors))]))
         with parallel_region(self.n_jobs):
             thresholds, threshold_offsets = find_thresholds(X_sample, self.max_bins)
-        bin_offsets = cluster.call("setup", each=[(thresholds, threshold_offsets, int(first_row[s]), n_train)
-                                                  for s in range(len(actors))])[0]
+        n_positions = 0
+        if position is not None:
+            n_positions = int(client.compute(arrays["position"].max(), sync=True))
+            cluster.position_bias = np.ones((2, n_positions))
+            cluster.position_bias_norm = float(self.position_bias_norm)
+        bin_offsets = cluster.call("setup", each=[(thresholds, threshold_offsets, int(first_row[s]), n_train,
+                                                   n_positions) for s in range(len(actors))])[0]
         n_bins = np.diff(threshold_offsets) + 1
         trees = self._boost_on(cluster, n_bins, bin_offsets, train_queries, rng,
                                has_valid=held_out is not None or bool(eval_set))
         self._trees = concatenate_trees([make_tree(t, thresholds, threshold_offsets) for t in trees])
+        if cluster.position_bias is not None:
+            self.position_bias_ = cluster.position_bias
         self.fit_profile_ = {"total": time.perf_counter() - started}
         return self
 
@@ -472,7 +504,7 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
         check_is_fitted(self, "_trees")
         local = LambdaMARTRanker(**self._local_params())
         for name in ("_trees", "n_features_in_", "feature_names_in_", "n_estimators_", "n_iter_", "best_iteration_",
-                     "train_score_", "validation_score_", "fit_profile_"):
+                     "train_score_", "validation_score_", "fit_profile_", "position_bias_"):
             if hasattr(self, name):
                 setattr(local, name, getattr(self, name))
         return local
@@ -536,13 +568,16 @@ def _regroup(client, X, arrays, query_ids, query_shard, workers):
     parts = {name: (a.to_delayed().ravel().tolist() if a is not None else None) for name, a in arrays.items()}
     X_parts = X.to_delayed().ravel().tolist()
     starts = np.concatenate(([0], np.cumsum(X.chunks[0])))
-    chunk_futures = client.compute(X_parts + parts["y"] + parts["qid"] + (parts["sample_weight"] or []))
+    optional = [name for name in ("sample_weight", "position") if parts[name] is not None]
+    chunk_futures = client.compute(X_parts + parts["y"] + parts["qid"] + [p for name in optional for p in parts[name]])
     n = len(X_parts)
     routed = []
     for c in range(n):
-        weight = chunk_futures[3 * n + c] if parts["sample_weight"] is not None else None
+        extra = {name: chunk_futures[(3 + optional.index(name)) * n + c] if name in optional else None
+                 for name in ("sample_weight", "position")}
         routed.append(client.submit(_route_chunk, chunk_futures[c], chunk_futures[n + c], chunk_futures[2 * n + c],
-                                    weight, query_ids, query_shard, int(starts[c]), n_shards))
+                                    extra["sample_weight"], extra["position"], query_ids, query_shard,
+                                    int(starts[c]), n_shards))
     shards = []
     for s, worker in enumerate(workers):
         pieces = [client.submit(operator.getitem, r, s) for r in routed]

@@ -67,6 +67,17 @@ def test_dask_arrays_give_the_local_model(client, data, params):
     assert_same_model(model, LambdaMARTRanker(**params).fit(X, y, qid), X)
 
 
+def test_unbiased_lambdamart_learns_the_same_position_biases(client, data):
+    X, y, qid = data
+    position = np.random.default_rng(3).integers(1, 11, y.shape[0])
+    model = DaskLambdaMARTRanker(client=client, n_estimators=6).fit(
+        *_dask(X, y, qid), position=da.from_array(position, chunks=1500))
+    local = LambdaMARTRanker(n_estimators=6).fit(X, y, qid, position=position)
+    assert_same_model(model, local, X)
+    np.testing.assert_allclose(model.position_bias_, local.position_bias_, rtol=1e-9)
+    np.testing.assert_array_equal(model.to_local().position_bias_, model.position_bias_)
+
+
 def test_dataframe_with_queries_scattered_over_partitions(client, data):
     X, y, qid = data
     frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])])

@@ -227,17 +227,24 @@ def lambdarank_gradients(scores, gains, labels, offsets, query_indices, discount
         apply_sample_weight(sample_weight, start, stop, grad, hess)
 
 
-def update_position_bias(position, bias_cost, position_bias, norm):
+def position_loss_totals(position, bias_cost, n_positions):
+    """The summed pair losses of the rows shown at each position, ``(2, n_positions)``: clicked, unclicked side.
+
+    Sums over rows, so the totals of rows split over several machines add up to those of all rows.
+    """
+    return np.vstack([np.bincount(position - 1, weights=bias_cost[side], minlength=n_positions) for side in (0, 1)])
+
+
+def update_position_bias(loss_totals, position_bias, norm):
     """Unbiased LambdaMART's estimate of the click and non-click biases per displayed position (Hu et al., 2019).
 
     The bias of position p is the (1 / (1 + norm))-th power of the summed pair losses of the rows shown there
-    (each already divided by the other side's bias), relative to position 1. Positions without any pair keep
-    their previous bias.
+    (``loss_totals``, each loss already divided by the other side's bias), relative to position 1. Positions
+    without any pair keep their previous bias.
     """
-    n_positions = position_bias.shape[1]
     updated = position_bias.copy()
     for side in range(2):
-        totals = np.bincount(position - 1, weights=bias_cost[side], minlength=n_positions)
+        totals = loss_totals[side]
         if totals[0] <= 0.0:
             continue  # nothing anchors the scale this round
         ratios = (totals / totals[0]) ** (1.0 / (1.0 + norm))
@@ -250,7 +257,9 @@ class LambdaRank(Objective):
 
     With ``position`` in the training queries it is Unbiased LambdaMART: click and non-click biases per displayed
     position start at 1, divide every pair's λ and w, and are re-estimated from each round's pair losses; the
-    final ones are handed back as the estimator's ``position_bias_``.
+    final ones are handed back as the estimator's ``position_bias_``. When the rows are spread over machines, each
+    holder sets ``update_biases = False``, hands its :attr:`loss_totals` to whoever sums them and receives the new
+    :attr:`position_bias`.
     """
 
     name = "lambdarank"
@@ -264,6 +273,8 @@ class LambdaRank(Objective):
         n_positions = int(queries.position.max()) if self._debias else 0
         self.position_bias = np.ones((2, n_positions))
         self._bias_cost = np.zeros((2, queries.position.shape[0]))
+        self.update_biases = True
+        self.loss_totals = None
 
     def _pair_weights(self, queries):
         """Labels and gains that weigh the pairs, and the per-query normaliser (1 / IDCG)."""
@@ -280,8 +291,10 @@ class LambdaRank(Objective):
                              self.name == "lambdarank_map", q.position, self.position_bias, q.sample_weight, grad,
                              hess, self._bias_cost)
         if self._debias:
-            self.position_bias = update_position_bias(q.position, self._bias_cost, self.position_bias,
-                                                      float(p["position_bias_norm"]))
+            self.loss_totals = position_loss_totals(q.position, self._bias_cost, self.position_bias.shape[1])
+            if self.update_biases:
+                self.position_bias = update_position_bias(self.loss_totals, self.position_bias,
+                                                          float(p["position_bias_norm"]))
 
     def fitted_attributes(self):
         return {"position_bias_": self.position_bias} if self._debias else {}

@@ -250,9 +250,12 @@ class _Cluster(RowSource):
         self.tree_queries = None
         self.position_bias = None  # Unbiased LambdaMART's current biases, None without positions
         self.position_bias_norm = 0.0
+        self.round_trips = 0  # calls to all actors, each waiting for every answer
+        self.histogram_bytes = 0  # node histograms received from the workers
 
     def call(self, method, *args, each=None):
         """``actor.method(*args)`` on every actor (or ``actor.method(*each[i])`` on actor i); the answers in order."""
+        self.round_trips += 1
         futures = [getattr(a, method)(*(args if each is None else each[i])) for i, a in enumerate(self.actors)]
         answers = []
         for future, worker in zip(futures, self.workers):
@@ -268,6 +271,7 @@ class _Cluster(RowSource):
 
     def root(self):
         parts = self.call("start_tree", self.tree_queries, self.rng_state, self.position_bias)
+        self.histogram_bytes += sum(p[3].nbytes for p in parts)
         self.rng_state = parts[0][4]
         if self.position_bias is not None:  # as a local fit, the biases move after every round's gradients
             totals = sum(p[5] for p in parts)
@@ -276,7 +280,9 @@ class _Cluster(RowSource):
                 sum(p[3] for p in parts))
 
     def split(self, node, split, left, right, small_is_left, small_totals):
-        return sum(self.call("split", node, split, left, right, small_is_left))
+        hists = self.call("split", node, split, left, right, small_is_left)
+        self.histogram_bytes += sum(h.nbytes for h in hists)
+        return sum(hists)
 
 
 class DaskLambdaMARTRanker(LambdaMARTRanker):
@@ -290,6 +296,16 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
         As :class:`~lambdamart.LambdaMARTRanker`; the other parameters below are too.
     client : distributed.Client or None, default=None
         The cluster's client; None uses the current default client (``distributed.default_client()``).
+
+    Attributes
+    ----------
+    fit_profile_ : dict
+        Seconds of the last fit spent regrouping rows onto the workers (``"regroup"``, until every worker's actor
+        holds its queries), binning (``"binning"``, thresholds and codes), boosting (``"boosting"``) and in all
+        (``"total"``); and the traffic of the boosting rounds: ``"round_trips"`` (calls to all workers, each
+        waiting for every answer) and ``"histogram_bytes"`` (node histograms the client received).
+
+    Other fitted attributes are :class:`~lambdamart.LambdaMARTRanker`'s.
     """
 
     def __init__(self, objective="lambdarank", *, client=None, n_estimators=100, learning_rate=0.1,
@@ -387,6 +403,7 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
                                 workers=[w]).result()
                   for data, valid, w in zip(train_parts, valid_parts, workers)]
         cluster = _Cluster(client, actors, workers)
+        regrouped = time.perf_counter()
 
         held_out = None
         if self.early_stopping is True and not eval_set:
@@ -417,12 +434,15 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
         bin_offsets = cluster.call("setup", each=[(thresholds, threshold_offsets, int(first_row[s]), n_train,
                                                    n_positions) for s in range(len(actors))])[0]
         n_bins = np.diff(threshold_offsets) + 1
+        binned = time.perf_counter()
         trees = self._boost_on(cluster, n_bins, bin_offsets, train_queries, rng,
                                has_valid=held_out is not None or bool(eval_set))
         self._trees = concatenate_trees([make_tree(t, thresholds, threshold_offsets) for t in trees])
         if cluster.position_bias is not None:
             self.position_bias_ = cluster.position_bias
-        self.fit_profile_ = {"total": time.perf_counter() - started}
+        self.fit_profile_ = {"regroup": regrouped - started, "binning": binned - regrouped,
+                             "boosting": time.perf_counter() - binned, "total": time.perf_counter() - started,
+                             "round_trips": cluster.round_trips, "histogram_bytes": cluster.histogram_bytes}
         return self
 
     def _boost_on(self, cluster, n_bins, bin_offsets, train_queries, rng, has_valid):
@@ -472,6 +492,26 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
             trees = trees[:best_iter + 1]
         self.n_estimators_ = len(trees)
         return trees
+
+    def score(self, X, y, qid=None, sample_weight=None):
+        """NDCG@``eval_at`` of the predictions, per query and averaged (see :meth:`LambdaMARTRanker.score`).
+
+        Parameters
+        ----------
+        X : dask.array.Array, dask.dataframe.DataFrame or array-like of shape (n_samples, n_features)
+        y : dask.array.Array or array-like of shape (n_samples,)
+        qid : dask.array.Array or array-like of shape (n_samples,), default=None
+        sample_weight : dask.array.Array or array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        float
+        """
+        scores = self.predict(X)
+        # The metric needs whole queries; scores, labels and ids are three numbers a row, small beside X.
+        scores, y, qid, sample_weight = (a.compute() if hasattr(a, "compute") else a
+                                         for a in (scores, y, qid, sample_weight))
+        return self.to_local()._score_predictions(scores, y, qid, sample_weight)
 
     def predict(self, X):
         """Scores of the rows of ``X``: a lazy dask array for dask input, a numpy array otherwise.

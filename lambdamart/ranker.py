@@ -537,9 +537,12 @@ class LambdaMARTRanker(BaseEstimator):
             NDCG@``eval_at`` with the ranker's ``gain`` (exponential by default); queries without a relevant
             document count 1.
         """
+        return self._score_predictions(self.predict(X), y, qid, sample_weight)
+
+    def _score_predictions(self, scores, y, qid, sample_weight):
+        """:meth:`score` of given predictions (the warning points at the caller of ``score``)."""
         if qid is None:
-            warnings.warn(_NO_QID_WARNING, UserWarning, stacklevel=2)
-        scores = self.predict(X)
+            warnings.warn(_NO_QID_WARNING, UserWarning, stacklevel=3)
         with parallel_region(self.n_jobs):  # the metric kernel runs in parallel too
             return ndcg(y, scores, qid, k=self.eval_at, gain=self.gain, sample_weight=sample_weight)
 

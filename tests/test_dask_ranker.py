@@ -126,6 +126,11 @@ def test_predict_is_lazy_for_dask_and_numpy_for_numpy(client, data):
     np.testing.assert_array_equal(lazy.compute(), eager)
     local = model.to_local()
     assert type(local) is LambdaMARTRanker and "client" not in local.get_params()
+    assert model.score(da.from_array(X, chunks=(1000, -1)), da.from_array(y, chunks=1000),
+                       da.from_array(qid, chunks=1000)) == local.score(X, y, qid)
+    profile = model.fit_profile_
+    assert profile["round_trips"] >= 3 * 2 and profile["histogram_bytes"] > 0
+    assert profile["regroup"] + profile["binning"] + profile["boosting"] <= profile["total"]
 
 
 def test_bad_input_fails_before_training(client, data):

@@ -1,8 +1,8 @@
 """Side-by-side benchmark of LambdaMARTRanker, LightGBM's lambdarank and XGBoost's rank:ndcg.
 
     python benchmarks/compare.py [--data LETOR_DIR | --synthetic N_QUERIES] [--rounds 100] [--threads 2]
-                                 [--repeat 1] [--profile] [--objectives] [--output benchmarks/RESULTS.md]
-                                 [--libraries lambdamart,lightgbm,xgboost]
+                                 [--repeat 1] [--profile] [--objectives] [--dask N_WORKERS]
+                                 [--output benchmarks/RESULTS.md] [--libraries lambdamart,lightgbm,xgboost]
 
 Every library trains on the same rows with the same settings, each in a fresh subprocess (this script run again
 in a hidden worker mode) that reads the data from one temporary .npz file. A process per library keeps their
@@ -17,7 +17,8 @@ This module is the command line and the orchestration; the rest sits beside it i
 top-level modules, with this script's directory on sys.path):
 
 - ``libraries.py``: the benchmark settings and each library's adapter (build, fit, serve);
-- ``worker.py``: starting a worker process and what each worker mode (warm-up, fit, serve, profile) measures;
+- ``worker.py``: starting a worker process and what each worker mode (warm-up, fit, serve, profile, dask) measures;
+- ``dask_run.py``: ``--dask N``, the three Dask rankers on one LocalCluster (the client is a worker process);
 - ``data.py``: the datasets, their split by query, and the NDCG of test scores;
 - ``report.py``: the markdown report;
 - ``context.py``: machine, versions, checkout, and paths as the report shows them (relative to the repository).
@@ -78,6 +79,9 @@ def benchmark_dataset(dataset, libraries, args, workdir):
         section["profile"] = attempt("lambdamart profile", {"mode": "profile", "library": "lambdamart"})
     if args.objectives and "lambdamart" in libraries:
         section["objectives"] = run_objectives(attempt, workdir, dataset["name"], arrays)
+    if args.dask:
+        section["dask"] = run_dask_cluster(attempt, libraries, args, workdir, dataset["name"], arrays)
+        section["errors"] += [f"--dask {args.dask}: {error}" for error in section["dask"].get("errors", [])]
     return section
 
 
@@ -129,6 +133,23 @@ def run_objectives(attempt, workdir, name, arrays):
     return {"results": results}
 
 
+def run_dask_cluster(attempt, libraries, args, workdir, name, arrays):
+    """``--dask N``: one client process fits every library's Dask ranker on a LocalCluster of N workers; the NDCG of
+    the scores it saves is computed here, as for every other fit."""
+    if importlib.util.find_spec("distributed") is None:
+        _progress("--dask: dask.distributed is not installed; skipped.")
+        return {"skipped": "dask.distributed is not installed (`pip install \"dask[distributed]\"`)."}
+    scores = {lib: str(workdir / f"{name}-dask-{lib}-scores.npy") for lib in libraries}
+    result = attempt(f"--dask {args.dask}: {', '.join(libraries)} on a LocalCluster of {args.dask} workers",
+                     {"mode": "dask", "library": "dask", "workers": args.dask, "libraries": libraries,
+                      "repeat": args.repeat, "scores": scores})
+    if result is None:  # the client process failed: its error is in the section's errors already
+        return {"skipped": "the client process failed (below)."}
+    for lib, fit in result["fit"].items():
+        fit["ndcg"] = ndcg_on_test(np.load(scores[lib]), arrays)
+    return result
+
+
 def settings_from_args(args):
     return benchmark_settings(rounds=args.rounds, threads=args.threads)
 
@@ -156,6 +177,9 @@ def parse_args(argv):
     parser.add_argument("--profile", action="store_true", help="break down where LambdaMARTRanker's fit time goes")
     parser.add_argument("--objectives", action="store_true",
                         help="fit time and NDCG@10 for every objective LambdaMARTRanker accepts")
+    parser.add_argument("--dask", metavar="N_WORKERS", type=_positive_int,
+                        help="also fit each library's Dask ranker on a LocalCluster of N_WORKERS single-threaded "
+                             "worker processes")
     parser.add_argument("--output", type=Path, default=HERE / "RESULTS.md",
                         help="markdown report (default benchmarks/RESULTS.md)")
     parser.add_argument("--libraries", type=_library_list, default=list(LIBRARIES),

@@ -48,7 +48,7 @@ def load_average():
 
 def versions():
     found = {"python": platform.python_version()}
-    for dist in ("lambdamart", "numpy", "numba", "scikit-learn", "lightgbm", "xgboost"):
+    for dist in ("lambdamart", "numpy", "numba", "scikit-learn", "lightgbm", "xgboost", "dask", "distributed"):
         try:
             found[dist] = importlib.metadata.version(dist)
         except importlib.metadata.PackageNotFoundError:

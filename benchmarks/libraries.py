@@ -104,6 +104,56 @@ LIBRARIES = {
 REFERENCE = "lightgbm"  # ratios are to this library
 
 
+# ------------------------------------------------------------------------------------------------ --dask
+
+
+def _dask_fit_qid(model, inputs):
+    model.fit(inputs["X"], inputs["y"], qid=inputs["qid"])  # a dask array of query ids, chunked like X's rows
+
+
+def _dask_fit_group(model, inputs):
+    # LightGBM's Dask ranker: ``group`` is a dask array with one chunk per chunk of X, holding the sizes of that
+    # chunk's queries (so a query must not straddle two chunks).
+    model.fit(inputs["X"], inputs["y"], group=inputs["group"])
+
+
+# DaskXGBRanker(allow_group_split=True): its default (False) wants dask DataFrames and reshuffles the rows itself into
+# one partition per query (a dataframe sort and set_index); True takes dask arrays as they are partitioned. The
+# benchmark's chunks never split a query, so True splits nothing: it only skips that reshuffle.
+
+
+def _without_threads(params):
+    # DaskLGBMRanker ignores (with a warning) every alias of num_threads: it uses each Dask worker's thread count.
+    return {k: v for k, v in params.items() if k != "n_jobs"}
+
+
+@dataclass(frozen=True)
+class DaskLibrary:
+    """How to build and train one library's Dask ranker (``--dask``); predict is the estimator's own."""
+
+    module: str
+    estimator: str
+    params: Callable[[dict], dict]  # benchmark settings -> constructor arguments (without the client)
+    fit: Callable  # (model, inputs) with inputs the dict of dask arrays X, y, qid, group
+    inputs: str  # what it is given, for the report
+
+    def make(self, settings, client):
+        cls = getattr(importlib.import_module(self.module), self.estimator)
+        model = cls(**self.params(settings))
+        model.client = client  # each estimator's documented client attribute (a constructor argument for two)
+        return model
+
+
+DASK_LIBRARIES = {
+    "lambdamart": DaskLibrary("lambdamart.dask", "DaskLambdaMARTRanker", _lambdamart_params, _dask_fit_qid,
+                              "X, y, qid (any order is accepted; given the same query-aligned chunks as the others)"),
+    "lightgbm": DaskLibrary("lightgbm.dask", "DaskLGBMRanker", lambda s: _without_threads(_lightgbm_params(s)),
+                            _dask_fit_group, "X, y, group (per chunk: sizes of its queries)"),
+    "xgboost": DaskLibrary("xgboost.dask", "DaskXGBRanker", lambda s: {**_xgboost_params(s), "allow_group_split": True},
+                           _dask_fit_qid, "X, y, qid (sorted within each chunk, as XGBoost requires)"),
+}
+
+
 def installed(names):
     """The requested libraries that can be imported, and a note for each one that cannot."""
     present = [n for n in names if importlib.util.find_spec(LIBRARIES[n].module) is not None]

@@ -3,6 +3,7 @@
 Rendering only: every figure comes from the workers' results and the run's metadata, gathered by compare.py.
 """
 
+from dask_run import WARMUP_QUERIES, WARMUP_ROUNDS
 from data import NDCG_CUTOFFS
 from libraries import LIBRARIES, REFERENCE, XGB_MIN_CHILD_WEIGHT
 from worker import PREDICT_REPEATS, SERVING_CALLS, SERVING_DOCS, TINY_ROUNDS, TINY_ROWS
@@ -73,6 +74,8 @@ def render_section(section, libraries):
         out += _profile_table(section["profile"], fits.get("lambdamart"))
     if section.get("objectives"):
         out += _objectives_lines(section["objectives"])
+    if section.get("dask"):
+        out += _dask_lines(section["dask"], libraries)
     if fits.get("lambdamart") and fits.get(REFERENCE):
         out += _targets(fits, section["serve"])
     for error in section["errors"]:
@@ -197,6 +200,120 @@ def _objectives_lines(objectives):
         return [f"Objectives (`--objectives`): {objectives['skipped']}", ""]
     rows = [[name, _sec(r["fit_s"]), f"{r['ndcg10']:.4f}"] for name, r in objectives["results"].items()]
     return ["### LambdaMARTRanker objectives", "", _md_table(["objective", "fit", "NDCG@10"], rows), ""]
+
+
+def _bytes(x):
+    return f"{x / 2**30:.2f} GB" if x >= 2**30 else f"{x / 2**20:.1f} MB" if x >= 2**20 else f"{x / 2**10:.1f} kB"
+
+
+def _dask_lines(dask, libraries):
+    """The ``--dask N`` section: every library's Dask ranker on one LocalCluster, and our costs per tree."""
+    if "skipped" in dask:
+        return [f"Dask (`--dask`): skipped; {dask['skipped']}", ""]
+    n, fits, chunks = dask["workers"], dask["fit"], dask["chunks"]
+    repeat = max((len(r["fit_runs"]) for r in fits.values()), default=1)
+    lines = [f"### Dask: {n} workers (`--dask {n}`)", "",
+             f"`distributed.LocalCluster(n_workers={n}, processes=True, threads_per_worker=1)`; one client process "
+             "fits each library's Dask ranker on it, one library after another. **Fit is the wall time of `fit` on "
+             "the client, with the cluster already started and every input already persisted on the workers** "
+             "(scattered chunk by chunk before anything is timed). Beforehand every library fitted a "
+             f"{WARMUP_ROUNDS}-round warm-up model on the first {WARMUP_QUERIES} queries of every chunk "
+             f"({dask['warmup_rows']:,} rows), so our numba kernels are loaded on every worker and each library's "
+             "start-up is paid outside the timing"
+             + (f"; each library then fitted {repeat} times, interleaved, and the fastest fit is shown. "
+                if repeat > 1 else ". "),
+             "",
+             f"Same rows for all three: the training split in {len(chunks)} chunks of "
+             f"{', '.join(f'{c:,}' for c in chunks)} rows, cut at query boundaries, rows sorted by query id, chunk "
+             "*i* on worker *i*. Partitioning by query is what LightGBM needs (every query inside one chunk, `group` "
+             "= the sizes of each chunk's queries) and what XGBoost needs (`qid` sorted within a chunk, with "
+             "`allow_group_split=True`: its default wants dask DataFrames and reshuffles the rows into one "
+             "partition per query, and no query is split here anyway); it is fair "
+             "to ours, which accepts rows in any order and chunking but is given the same chunks: it regroups the "
+             "rows by query itself, and that shuffle, the binning sample it gathers to the client and its bin "
+             "thresholds are inside its fit time, as LightGBM's Dataset construction and network set-up and "
+             "XGBoost's quantile sketch are inside theirs. Every library runs one thread per worker process. NDCG: "
+             "each library's own `predict` on the test split as a dask array, computed, and scored with "
+             "`lambdamart.metrics.ndcg` as above.", ""]
+    ref = fits.get(REFERENCE)
+    header = ["library", "estimator", "inputs", "fit", f"fit / {REFERENCE}", "predict (test split)",
+              *[f"NDCG@{k}" for k in NDCG_CUTOFFS]]
+    rows = []
+    for name in (n for n in libraries if n in fits):
+        r = fits[name]
+        fit = _sec(r["fit_s"])
+        if len(r["fit_runs"]) > 1:
+            fit += " (fastest of " + ", ".join(_sec(t) for t in r["fit_runs"]) + ")"
+        rows.append([name, f"`{r['estimator']}`", r["inputs"], fit, _ratio(r["fit_s"], ref and ref["fit_s"]),
+                     _sec(r["predict_s"]), *[f"{_ndcg(r, k):.4f}" for k in NDCG_CUTOFFS]])
+    lines += [_md_table(header, rows), "", "Constructor arguments (and `client`), exactly as run:", ""]
+    lines += [f"- `{fits[name]['estimator'].rsplit('.', 1)[1]}({_kwargs(fits[name]['params'])})`"
+              for name in libraries if name in fits]
+    if dask.get("ours"):
+        lines += ["", *_dask_costs(dask["ours"], n)]
+    return lines + [""]
+
+
+# DaskLambdaMARTRanker.fit_profile_: the stages it times and the traffic it counts (absent ones are computed).
+DASK_PROFILE_STAGES = ("regroup", "binning", "boosting")
+
+
+def _dask_costs(c, n_workers):
+    """Our round trips and histogram traffic per tree: measured where measured, computed (and said so) elsewhere."""
+    trees, profile = c["trees"], c.get("profile") or {}
+    splits = c["splits"] / trees
+    trips = splits + 2
+    boosting = profile.get("boosting")
+    per_tree = (boosting if boosting is not None else c["fit_s"]) / trees
+    per_tree_how = ("**measured**: `fit_profile_['boosting']` / trees (the fit without regrouping and binning)"
+                    if boosting is not None else "**measured**: fit (above) / trees")
+    overhead = c["round_trip_s"] * trips
+    hist = c["total_bins"] * 3 * 8
+    traffic = (splits + 1) * n_workers * hist
+    rows = [["trees; splits per tree (mean)", f"{trees}; {splits:.1f}", "fitted model"]]
+    stages = [f"{stage} {_sec(profile[stage])}" for stage in DASK_PROFILE_STAGES if stage in profile]
+    if stages:
+        rows.append(["fit stages", ", ".join(stages) + (f"; total {_sec(profile['total'])}" if "total" in profile
+                                                        else ""),
+                     "**measured**: `fit_profile_` of the fastest fit"])
+    rows += [
+        ["client ↔ all workers round trips per tree", f"{trips:.1f}",
+         "**computed**: splits + 2 (the root's histograms, one per split for the smaller child's, the tree's "
+         "scores)"],
+    ]
+    if "round_trips" in profile:
+        rows.append(["round trips per tree, as counted", f"{profile['round_trips'] / trees:.1f}",
+                     "**measured**: `fit_profile_['round_trips']` / trees (includes the fit's few set-up calls)"])
+    rows += [
+        [f"one no-op actor round trip to all {n_workers} workers", _sec(c["round_trip_s"]),
+         "**measured**: median of 200 calls of a trivial actor method on every worker, issued together and "
+         "awaited together (as the fit asks for a node's histograms)"],
+        ["round-trip overhead per tree", _sec(overhead), "**computed**: no-op round trip × round trips per tree"],
+        ["fit time per tree", _sec(per_tree), per_tree_how],
+        ["round-trip share of that", f"{100 * overhead / per_tree:.0f} %", "**computed**: overhead / fit per tree"],
+        ["histogram per worker per node request", _bytes(hist),
+         f"**computed**: {c['total_bins']:,} bins ({c['bins_how']}) × 3 float64 (Σλ, Σw, count)"],
+        ["histogram bytes to the client per tree", _bytes(traffic),
+         f"**computed**: (splits + 1) × {n_workers} workers × histogram"],
+    ]
+    if "histogram_bytes" in profile:
+        rows.append(["histogram bytes to the client per tree, as counted", _bytes(profile["histogram_bytes"] / trees),
+                     "**measured**: `fit_profile_['histogram_bytes']` / trees (array bytes, before pickling)"])
+    rows += [
+        ["histogram bytes to the client per fit", _bytes(traffic * trees), "**computed**: per tree × trees"],
+        ["binning sample to the client (once per fit)", _bytes(c["sample_rows"] * c["features"] * c["itemsize"]),
+         f"**computed**: {c['sample_rows']:,} rows × {c['features']} features × {c['itemsize']} bytes"],
+    ]
+    counted = "histogram_bytes" in profile
+    return ["#### Ours on the cluster: round trips and traffic per tree", "",
+            "The client grows every tree: for each node it asks every worker's actor for the histogram of that "
+            "node's rows there, sums them and picks the split, so the client is the reduction point of every "
+            "node; the requests and split records it sends are a few hundred bytes each, and per tree each worker "
+            "also receives the RNG state (about 2.5 kB) and the tree. "
+            + ("The histogram bytes are both computed and counted by the estimator (`fit_profile_`)."
+               if counted else "The estimator does not count its traffic, so the bytes are computed from the "
+               "histogram size and the fitted trees, not measured."), "",
+            _md_table(["figure", "value", "how"], rows), ""]
 
 
 def _targets(fits, serves):

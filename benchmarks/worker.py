@@ -4,7 +4,7 @@ A worker is ``compare.py --worker JOB`` in a fresh interpreter. The job file nam
 settings and the files: the data (.npz, written once by the parent), where to write the result (JSON) and, for fit
 and serving workers, the test scores and the pickled model. Fresh processes keep the libraries' thread pools,
 allocators and import costs apart, make peak RSS a per-library figure, and make "first fit in a fresh process"
-mean what it says.
+mean what it says. The ``dask`` mode (``--dask N``) is the client of a LocalCluster instead (``dask_run.py``).
 
 Nothing here imports a benchmarked library at module level: the workers time those imports.
 """
@@ -153,7 +153,15 @@ def work_profile(job, data):
     return dict(stages={stage: float(seconds) for stage, seconds in stages.items()}, numba=_numba_state())
 
 
-WORKER_MODES = {"warmup": work_warmup, "fit": work_fit, "serve": work_serve, "profile": work_profile}
+def work_dask(job, data):
+    """``--dask N``: this process is the client of a LocalCluster on which every library fits (dask_run.py)."""
+    from dask_run import run_dask
+
+    return run_dask(job, data)
+
+
+WORKER_MODES = {"warmup": work_warmup, "fit": work_fit, "serve": work_serve, "profile": work_profile,
+                "dask": work_dask}
 
 
 # ------------------------------------------------------------------------------------------------ worker helpers

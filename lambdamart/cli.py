@@ -120,8 +120,17 @@ def build_parser():
                     "Train a LambdaMARTRanker on a LETOR file and save it as a JSON model file. With --valid, "
                     "training stops early when NDCG@eval_at on the validation queries stops improving and keeps "
                     "the best round.", run_train)
-    train.add_argument("--train", required=True, metavar="FILE", help="training data")
-    train.add_argument("--valid", metavar="FILE", help="validation data for early stopping (optional)")
+    train.add_argument("--train", required=True, nargs="+", metavar="FILE",
+                       help="training data: one file, or with --scheduler/--dask-workers several files or glob "
+                            "patterns (\"data/*.txt\"), read in parallel on the cluster")
+    train.add_argument("--valid", nargs="+", metavar="FILE", help="validation data for early stopping (optional)")
+    cluster = train.add_mutually_exclusive_group()
+    cluster.add_argument("--scheduler", metavar="ADDRESS",
+                         help="train on the Dask cluster of this scheduler (e.g. tcp://10.0.0.1:8786): the workers "
+                              "read the files (same paths on every machine) and train data-parallel; the model is "
+                              "the one a single-machine fit would write. Needs pip install 'lambdamart[dask]'.")
+    cluster.add_argument("--dask-workers", type=int, metavar="N",
+                         help="train on a Dask cluster of N worker processes started on this machine")
     train.add_argument("--model", required=True, metavar="OUT", help="where to write the model (JSON)")
     train.add_argument("--param", action="extend", nargs="+", default=[], metavar="KEY=VALUE",
                        help="a LambdaMARTRanker parameter, e.g. --param learning_rate=0.05 max_leaf_nodes=63 "
@@ -422,10 +431,17 @@ def run_train(args):
         except TypeError as error:
             raise usage_error(str(error)) from None
     params.setdefault("verbose", 10)
-    _check_readable(args.train, "--train")
-    if args.valid is not None:
-        _check_readable(args.valid, "--valid")
     _check_writable(args.model, "--model")
+    if args.scheduler is not None or args.dask_workers is not None:
+        return _train_on_cluster(args, params)
+    for option, paths in (("--train", args.train), ("--valid", args.valid or [])):
+        if len(paths) > 1:
+            raise usage_error(f"{option} takes one file on this machine; several files are for a cluster "
+                              f"(--scheduler ADDRESS or --dask-workers N).")
+        for path in paths:
+            _check_readable(path, option)
+    args.train = args.train[0]
+    args.valid = args.valid[0] if args.valid else None
 
     X, y, qid = _read_letor(args.train, "--train")
     sets = [(args.train, X, y, qid)]
@@ -444,11 +460,65 @@ def run_train(args):
         ranker.fit(X, y, qid, eval_set=eval_set or None)
     except (ValueError, TypeError) as error:  # labels the gain cannot use, too few queries to hold out, ...
         raise CommandError(f"cannot train on {args.train}: {error}") from None
-    seconds = time.perf_counter() - start
+    return _save_and_summarise(ranker, args.model, time.perf_counter() - start)
+
+
+def _train_on_cluster(args, params):
+    """``train`` on a Dask cluster: the workers read the files and fit; the client writes the model."""
     try:
-        ranker.save_model(args.model)
+        import distributed
+
+        from .dask import DaskLambdaMARTRanker, read_letor
+    except ImportError as error:
+        raise CommandError(f"--scheduler and --dask-workers need Dask: {error}") from None
+    if args.dask_workers is not None and args.dask_workers < 1:
+        raise usage_error("--dask-workers must be at least 1.")
+    if args.scheduler is not None:
+        try:
+            client = distributed.Client(args.scheduler, timeout="30s")
+        except (OSError, TimeoutError) as error:
+            raise CommandError(f"--scheduler: cannot reach {args.scheduler}: {error}") from None
+        cluster = None
+    else:
+        cluster = distributed.LocalCluster(n_workers=args.dask_workers, threads_per_worker=1, processes=True,
+                                           dashboard_address=":0")
+        client = distributed.Client(cluster)
+    try:
+        sets = []
+        for option, paths in (("--train", args.train), ("--valid", args.valid)):
+            if paths:
+                try:
+                    sets.append((option, " ".join(paths), read_letor(paths)))
+                except (ValueError, OSError) as error:
+                    raise CommandError(_file_error(option, " ".join(paths), error)) from None
+        width = max(arrays[0].shape[1] for _, _, arrays in sets)
+        for i, (option, names, arrays) in enumerate(sets):
+            if arrays[0].shape[1] < width:  # files list only non-zero features, so widths can differ
+                sets[i] = (option, names, read_letor(args.train if option == "--train" else args.valid,
+                                                     n_features=width))
+        for _, names, (X, _, _) in sets:
+            print(f"{names}: {_plural(X.shape[0], 'row')}, {_plural(X.numblocks[0], 'block')}, "
+                  f"{_plural(X.shape[1], 'feature')}", flush=True)
+        (_, names, (X, y, qid)), eval_set = sets[0], [arrays for _, _, arrays in sets[1:]]
+        ranker = DaskLambdaMARTRanker(client=client, **params)
+        start = time.perf_counter()
+        try:
+            ranker.fit(X, y, qid, eval_set=eval_set or None)
+        except (ValueError, TypeError) as error:
+            raise CommandError(f"cannot train on {names}: {error}") from None
+        return _save_and_summarise(ranker.to_local(), args.model, time.perf_counter() - start)
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def _save_and_summarise(ranker, path, seconds):
+    """Write the model and print what was trained."""
+    try:
+        ranker.save_model(path)
     except OSError as error:
-        raise CommandError(f"cannot write the model to {args.model}: {error.strerror or error}") from None
+        raise CommandError(f"cannot write the model to {path}: {error.strerror or error}") from None
 
     summary = f"trained {_plural(ranker.n_estimators_, 'tree')} in {seconds:.1f}s"
     if ranker.best_iteration_ is not None:
@@ -459,7 +529,7 @@ def run_train(args):
         else:
             summary += f" (validation NDCG@{ranker.eval_at} {valid[-1]:.5f}; best {best} at round " \
                        f"{ranker.best_iteration_})"
-    print(f"{summary}; model written to {args.model}", flush=True)
+    print(f"{summary}; model written to {path}", flush=True)
     return EXIT_OK
 
 

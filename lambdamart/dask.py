@@ -31,6 +31,7 @@ except ImportError as error:  # an optional extra
 from sklearn.utils import check_random_state
 
 from ._compat import validate_params
+from ._dask_io import read_letor
 from ._engine.binning import bin_features, find_thresholds
 from ._engine.grower import GrowthParams, add_leaf_values
 from ._engine.histogram import make_layout
@@ -46,7 +47,7 @@ from ._validation import check_position, check_y
 from .exceptions import WorkerLostError
 from .ranker import _BINNING_SUBSAMPLE, LambdaMARTRanker, _query_rows
 
-__all__ = ["DaskLambdaMARTRanker"]
+__all__ = ["DaskLambdaMARTRanker", "read_letor"]
 
 
 # ------------------------------------------------------------------------------------------------- on the workers
@@ -90,6 +91,8 @@ class _Shard:
 
     def __init__(self, data, valid_data, params):
         self.params = params
+        # numba's kernels get the worker's threads, not every core: workers share the machine.
+        self.threads = distributed.get_worker().state.nthreads
         self.X, self.y, self.query = data["X"], data["y"], data["query"]
         self.sample_weight, self.position = data["sample_weight"], data["position"]
         self.valid = valid_data  # list of (X, y, query) of the eval sets' rows on this worker
@@ -118,11 +121,15 @@ class _Shard:
 
         ``n_positions`` is the largest displayed position over all shards (Unbiased LambdaMART; 0 without).
         """
+        with parallel_region(self.threads):
+            return self._setup(thresholds, threshold_offsets, first_row, n_train_rows, n_positions)
+
+    def _setup(self, thresholds, threshold_offsets, first_row, n_train_rows, n_positions):
         p = self.params
         self.n_bins = np.diff(threshold_offsets) + 1
         all_rows = np.arange(self.X.shape[0], dtype=np.int64)
         self.codes = bin_features(self.X, all_rows, thresholds, threshold_offsets)
-        self.layout = make_layout(self.codes, self.n_bins, 1)
+        self.layout = make_layout(self.codes, self.n_bins, self.threads)
         self.query_ids, sizes = np.unique(self.query, return_counts=True)
         self.offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
         gains = label_gains(self.y, p["gain"], "y")
@@ -162,24 +169,25 @@ class _Shard:
             local = np.arange(self.query_ids.shape[0], dtype=np.int64)
         else:
             local = np.flatnonzero(np.isin(self.query_ids, tree_queries)).astype(np.int64)
-        with parallel_region(1):
-            self.objective.gradients(self.scores, local, self.grad, self.hess)
         self.tree_rows = _query_rows(self.offsets, local)
-        self.rows = RowShard(self.codes, self.n_bins, self.layout, self.grad, self.hess, self.tree_rows,
-                             local_totals=True)
-        sum_grad, sum_hess, count, hist = self.rows.root()
+        with parallel_region(self.threads):
+            self.objective.gradients(self.scores, local, self.grad, self.hess)
+            self.rows = RowShard(self.codes, self.n_bins, self.layout, self.grad, self.hess, self.tree_rows,
+                                 local_totals=True)
+            sum_grad, sum_hess, count, hist = self.rows.root()
         loss_totals = getattr(self.objective, "loss_totals", None) if position_bias is not None else None
         return sum_grad, sum_hess, count, hist[:, :3].copy(), self.draws.get_state(), loss_totals
 
     def split(self, node, split, left, right, small_is_left):
         """Partition a node's rows; the smaller child's histogram over this shard's rows."""
-        return self.rows.split(node, split, left, right, small_is_left, None)[:, :3].copy()
+        with parallel_region(self.threads):
+            return self.rows.split(node, split, left, right, small_is_left, None)[:, :3].copy()
 
     def finish_tree(self, tree, record):
         """Add the tree to the scores (training rows and eval sets); NDCG sums and query counts when ``record``."""
         starts = np.array(self.rows.node_start, dtype=np.int64)
         stops = np.array(self.rows.node_stop, dtype=np.int64)
-        with parallel_region(1):
+        with parallel_region(self.threads):
             add_leaf_values(self.scores, self.rows.rows, tree.feature, tree.value, starts, stops)
             if self.tree_rows.shape[0] < self.scores.shape[0]:
                 rest = np.setdiff1d(np.arange(self.scores.shape[0], dtype=np.int64), self.tree_rows,
@@ -611,6 +619,8 @@ def _regroup(client, X, arrays, query_ids, query_shard, workers):
     optional = [name for name in ("sample_weight", "position") if parts[name] is not None]
     chunk_futures = client.compute(X_parts + parts["y"] + parts["qid"] + [p for name in optional for p in parts[name]])
     n = len(X_parts)
+    # The query table goes to the workers once, not inside every routing task.
+    query_ids, query_shard = client.scatter([query_ids, query_shard], broadcast=True)
     routed = []
     for c in range(n):
         extra = {name: chunk_futures[(3 + optional.index(name)) * n + c] if name in optional else None

@@ -3,7 +3,8 @@
 :func:`load_letor` and :func:`make_ranking_data` return the same triple ``(X, y, qid)``: features, graded
 relevance labels (float64) and one int64 query id per row, which is what :class:`lambdamart.LambdaMARTRanker` and
 the metrics take. :func:`load_features` reads only the features of a LETOR/SVMlight file, for scoring, where
-neither labels nor queries are needed.
+neither labels nor queries are needed. :func:`scan_letor` sizes a file (rows, feature indices) without parsing it,
+so that several files can be read with one width.
 """
 
 import numbers
@@ -16,7 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.datasets import load_svmlight_file
 
-__all__ = ["load_features", "load_letor", "make_ranking_data"]
+__all__ = ["load_features", "load_letor", "make_ranking_data", "scan_letor"]
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -173,6 +174,85 @@ def load_features(path, *, n_features=None, dtype=np.float32, sparse=False, zero
         raise ValueError(f"{path}: no data rows (the file is empty or holds only blank and comment lines).")
     _warn_on_overflow(path, X, None, dtype)
     return _as_output(X, dtype, sparse)
+
+
+def scan_letor(path):
+    """Size a LETOR/SVMlight file with one quick pass: its rows and the range of its feature indices.
+
+    Only the start and the end of each line are looked at (the label, an optional ``qid:`` field, the first and the
+    last ``index:value`` pair); no value is parsed. This is what reading several files with one width needs:
+    SVMlight lines list only non-zero features, so each file's width is its own largest index, and
+    ``n_features`` for :func:`load_letor` or :func:`load_features` is the largest over the files.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The data file (``.gz`` and ``.bz2`` files are decompressed).
+
+    Returns
+    -------
+    n_rows : int
+        Number of data lines (those not blank once comments are cut), the rows :func:`load_letor` returns.
+    min_index : int or None
+        Smallest feature index written in the file (None when no line has a feature). A file is 0-based under
+        ``zero_based="auto"`` exactly when this is 0.
+    max_index : int or None
+        Largest feature index written in the file (None when no line has a feature): the file needs
+        ``max_index + 1`` columns when read 0-based, ``max_index`` when read 1-based.
+    has_qid : bool
+        Whether the first data line has a ``qid:`` field (:func:`load_letor` wants it on every line or on none;
+        without, the query sizes come from ``path + ".query"``).
+
+    Raises
+    ------
+    FileNotFoundError
+        The file does not exist.
+    ValueError
+        The first or last feature of a line is not an ``index:value`` pair with an integer index. The message names
+        the file and the first malformed line, as :func:`load_features`'s does. Everything else (values, the order
+        of indices, labels, query ids) is left to the readers, which check every line.
+
+    Examples
+    --------
+    >>> n_rows, min_index, max_index, has_qid = scan_letor("MSLR-WEB10K/Fold1/train.txt")  # doctest: +SKIP
+    """
+    path = _as_path(path, "path")
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"LETOR data file not found: {path}")
+    n_rows = 0
+    lowest = highest = None
+    has_qid = False
+    with _open_binary(path) as f:
+        for line in f:
+            hash_at = line.find(b"#")
+            if hash_at >= 0:
+                line = line[:hash_at]
+            head = line.split(None, 3)  # label, qid or first feature, first feature or more, the rest unsplit
+            if not head:
+                continue
+            n_rows += 1
+            with_qid = len(head) > 1 and head[1].startswith(b"qid")
+            if n_rows == 1:
+                has_qid = with_qid
+            first = 2 if with_qid else 1
+            if len(head) <= first:
+                continue  # no feature on this line
+            try:
+                low = _token_index(head[first])
+                high = _token_index(line.rsplit(None, 1)[-1])
+            except ValueError as err:
+                raise _locate_error(path, err, None, "auto") from None
+            lowest = low if lowest is None else min(lowest, low)
+            highest = high if highest is None else max(highest, high)
+    return n_rows, lowest, highest, has_qid
+
+
+def _token_index(token):
+    """The integer index of an ``index:value`` token (ValueError when it is not one)."""
+    index, colon, _ = token.partition(b":")
+    if not colon:
+        raise ValueError(f"{token.decode(errors='replace')!r} is not an index:value pair")
+    return int(index)
 
 
 def _read_svmlight(path, n_features, dtype, zero_based):

@@ -26,7 +26,7 @@ def bench():
     with pytest.MonkeyPatch.context() as patch:
         patch.syspath_prepend(str(BENCHMARKS))
         return SimpleNamespace(**{name: importlib.import_module(name)
-                                  for name in ("compare", "data", "libraries", "report")})
+                                  for name in ("compare", "data", "libraries", "report", "dask_run")})
 
 
 @pytest.mark.slow
@@ -57,6 +57,40 @@ def test_smoke_run_writes_and_prints_the_report(bench, tmp_path):
     for stage in bench.report.PROFILE_STAGES.values():  # the estimator's own fit_profile_ stages
         assert f"| {stage} |" in report
     # The report is committed: no path of the machine it ran on (the --output path here is a temporary one).
+    assert str(tmp_path) not in report and str(REPO) not in report
+
+
+@pytest.mark.slow
+def test_dask_section_has_every_installed_library(tmp_path):
+    pytest.importorskip("distributed")
+    output = tmp_path / "RESULTS.md"
+    proc = subprocess.run(
+        [sys.executable, str(COMPARE), "--dask", "2", "--synthetic", "30", "--rounds", "3", "--threads", "1",
+         "--output", str(output)],
+        capture_output=True, text=True, timeout=900,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    report = output.read_text()
+    assert "**Failed:**" not in report
+    section = report[report.index("### Dask: 2 workers (`--dask 2`)"):]
+    section = section[:section.index("\n### ", 1)]  # up to the next section of the report
+    assert "LocalCluster(n_workers=2, processes=True, threads_per_worker=1)" in section
+    assert "already persisted on the workers" in section
+    table = [line for line in section.splitlines() if line.startswith("| ")]
+    assert table[0].startswith("| library | estimator | inputs | fit |") and "NDCG@10" in table[0]
+    estimators = {"lambdamart": "DaskLambdaMARTRanker", "lightgbm": "DaskLGBMRanker", "xgboost": "DaskXGBRanker"}
+    for library, estimator in estimators.items():
+        if importlib.util.find_spec(library) is None:  # optional: skipped in the whole report
+            assert f"{library} (not installed" in report
+            continue
+        row = next(line for line in table if line.startswith(f"| {library} |"))
+        assert estimator in row
+        ndcg10 = float(row.rstrip(" |").rsplit("|", 1)[1])
+        assert 0.0 <= ndcg10 <= 1.0
+    assert "#### Ours on the cluster: round trips and traffic per tree" in section
+    for figure in ("client ↔ all workers round trips per tree", "one no-op actor round trip to all 2 workers",
+                   "round-trip overhead per tree", "histogram bytes to the client per tree"):
+        assert f"| {figure} |" in section
     assert str(tmp_path) not in report and str(REPO) not in report
 
 
@@ -110,6 +144,17 @@ def test_report_paths_are_relative_to_the_repository(bench):
 
 def test_group_sizes_are_runs_of_equal_query_ids(bench):
     assert bench.libraries._group_sizes(np.array([3, 3, 5, 5, 5, 9])).tolist() == [2, 3, 1]
+
+
+def test_dask_chunks_keep_queries_whole(bench):
+    qid = np.repeat(np.arange(7), [3, 1, 4, 2, 5, 2, 3])  # 20 rows
+    bounds = bench.dask_run.query_chunks(qid, 3)
+    assert bounds[0] == 0 and bounds[-1] == qid.shape[0] and len(bounds) == 4
+    assert all(qid[b - 1] != qid[b] for b in bounds[1:-1])  # every cut is a query boundary
+    assert bench.dask_run.query_chunks(qid[:3], 4).tolist() == [0, 3]  # one query: one chunk
+    rows, tiny = bench.dask_run.warmup_rows(qid, bounds, 1)  # the first query of every chunk
+    assert tiny.tolist() == [0, *np.cumsum([np.count_nonzero(qid == qid[b]) for b in bounds[:-1]])]
+    assert [np.unique(qid[rows][a:b]).shape[0] for a, b in zip(tiny[:-1], tiny[1:])] == [1, 1, 1]
 
 
 def test_objectives_skip_when_only_lambdarank_exists(bench, monkeypatch, capsys):

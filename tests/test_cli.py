@@ -559,3 +559,32 @@ def test_existing_read_only_output_fails_before_the_work(files, model, tmp_path,
         code, out, err = run(capsys, *argv)
         assert code == 1 and "exists and is not writable" in err and "trained" not in out, err
     assert locked.read_text() == "keep\n"
+
+
+# ---------------------------------------------------------------- training on a Dask cluster
+
+
+@pytest.mark.slow
+def test_train_on_a_local_dask_cluster_writes_the_single_machine_model(tmp_path, capsys):
+    pytest.importorskip("distributed")
+    X, y, qid = make_ranking_data(60, random_state=2)
+    order = np.argsort(qid, kind="stable")
+    X, y, qid = np.nan_to_num(X[order]), y[order], qid[order]  # SVMlight files hold no NaN
+    half = np.searchsorted(qid, qid[len(qid) // 2])  # two files, whole queries in each
+    for name, part in (("a", slice(0, half)), ("b", slice(half, None))):
+        dump_svmlight_file(X[part], y[part], str(tmp_path / f"part-{name}.txt"), query_id=qid[part])
+    dump_svmlight_file(X, y, str(tmp_path / "all.txt"), query_id=qid)
+    params = ["--param", "n_estimators=5", "verbose=0"]
+    assert run(capsys, "train", "--train", str(tmp_path / "part-*.txt"), "--model", str(tmp_path / "dask.json"),
+               "--dask-workers", "2", *params)[0] == 0
+    assert run(capsys, "train", "--train", str(tmp_path / "all.txt"), "--model", str(tmp_path / "local.json"),
+               *params)[0] == 0
+    on_cluster, local = load_model(tmp_path / "dask.json"), load_model(tmp_path / "local.json")
+    for field in ("feature", "threshold", "left", "right", "missing_left"):
+        np.testing.assert_array_equal(on_cluster._trees[field], local._trees[field])
+    X_all = load_letor(tmp_path / "all.txt")[0]
+    np.testing.assert_allclose(on_cluster.predict(X_all), local.predict(X_all), rtol=1e-9, atol=1e-12)
+    # Several files without a cluster are a usage error, not a silent concatenation.
+    code, _, err = run(capsys, "train", "--train", str(tmp_path / "part-a.txt"), str(tmp_path / "part-b.txt"),
+                       "--model", str(tmp_path / "m.json"))
+    assert code == 2 and "several files are for a cluster" in err

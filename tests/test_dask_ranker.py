@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow  # cluster start-up and worker processes: seconds 
 @pytest.fixture(scope="module", params=[2, 3], ids=["2 workers", "3 workers"])
 def client(request):
     with distributed.LocalCluster(n_workers=request.param, processes=True, threads_per_worker=1,
-                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+                                  dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
         yield client
 
 
@@ -151,7 +151,7 @@ def test_bad_input_fails_before_training(client, data):
 def test_a_lost_worker_ends_the_fit_with_an_error_naming_it_and_the_round(data, capsys):
     X, y, qid = data
     with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
-                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+                                  dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
         model = DaskLambdaMARTRanker(client=client, n_estimators=100_000, learning_rate=0.001, verbose=1)
         outcome = {}
 

@@ -10,7 +10,7 @@ import pytest
 import scipy.sparse as sp
 from sklearn.datasets import dump_svmlight_file
 
-from lambdamart.datasets import load_letor, make_ranking_data
+from lambdamart.datasets import load_features, load_letor, make_ranking_data, scan_letor
 
 SHARED_EXAMPLE = Path(__file__).resolve().parents[2] / "shared" / "data" / "lightgbm-lambdarank-example"
 
@@ -249,6 +249,55 @@ def test_lightgbm_example(name, n_queries, n_rows):
     np.testing.assert_array_equal(np.unique(y), [0, 1, 2, 3, 4])
     sizes = np.loadtxt(str(path) + ".query", dtype=np.int64)
     np.testing.assert_array_equal(np.bincount(qid), sizes)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# scan_letor: rows and feature indices from a quick pass
+# ----------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("zero_based", [True, False])
+def test_scan_letor_sizes_a_file_as_the_readers_read_it(tmp_path, letor_data, zero_based):
+    X, y, qid = letor_data
+    X = X.copy()
+    X[:, 4:] = 0  # the last columns are never written: the file is narrower than X
+    path = tmp_path / "data.txt"
+    dump_svmlight_file(X, y, str(path), query_id=qid, zero_based=zero_based)
+    n_rows, low, high, has_qid = scan_letor(path)
+    assert (n_rows, low, has_qid) == (40, 0 if zero_based else 1, True)
+    assert load_letor(path)[0].shape == (n_rows, high + 1 if low == 0 else high) == (40, 4)
+    dump_svmlight_file(X, y, str(path), zero_based=zero_based)  # no qid: fields
+    assert scan_letor(str(path)) == (40, low, high, False)
+
+
+def test_scan_letor_comments_blank_lines_lines_without_features_and_gzip(tmp_path):
+    text = "# header\n2 qid:7 3:0.5 5:nan # doc a\n\n0 qid:7 2:1.5\n1 qid:9 # no features\n1 qid:9\n"
+    assert scan_letor(write(tmp_path / "c.txt", text)) == (4, 2, 5, True)
+    assert load_features(tmp_path / "c.txt").shape == (4, 5)
+    with gzip.open(tmp_path / "c.txt.gz", "wt") as f:
+        f.write(text)
+    assert scan_letor(tmp_path / "c.txt.gz") == (4, 2, 5, True)
+    assert scan_letor(write(tmp_path / "none.txt", "1 qid:1\n0 qid:1 # nothing\n")) == (2, None, None, True)
+    assert scan_letor(write(tmp_path / "empty.txt", "# only a comment\n")) == (0, None, None, False)
+
+
+def test_scan_letor_errors_are_load_letors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="LETOR data file not found"):
+        scan_letor(tmp_path / "missing.txt")
+    # A malformed first or last feature is caught, with the message load_letor gives (file and first bad line);
+    # other faults are left to the readers.
+    for bad_line, caught in [("1 qid:1 1:0.5 4", True), ("1 qid:1 x:0.5 2:1", True), ("1 qid:1 1.5:0.5", True),
+                             ("2 qid:1 1:0.5 3:abc", False), ("x qid:1 1:0.5", False), ("1 qid:1 3:0.5 2:1", False)]:
+        path = write(tmp_path / "rank.train", "# comment line\n" + GOOD + "\n" + bad_line + "\n" + GOOD)
+        with pytest.raises(ValueError) as expected:
+            load_letor(path)
+        assert "line 5: " in str(expected.value)
+        if caught:
+            with pytest.raises(ValueError) as got:
+                scan_letor(path)
+            assert str(got.value) == str(expected.value), bad_line
+        else:
+            assert scan_letor(path)[0] == 5, bad_line
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -18,6 +18,8 @@ NOT_RUN = {
     "lambdamart": "the install commands: CI runs the second (.ci/run), the demo is tested in tests/test_cli.py",
     "Benchmarks": "minutes of LightGBM/XGBoost runs; tests/test_benchmarks.py runs compare.py on tiny data",
     "Notebook": "installs packages; tests/test_notebook.py executes the notebook when they are installed",
+    "Training on a Dask cluster": "starts a scheduler and workers that run until stopped; the section's python "
+                                  "blocks run the same code on a LocalCluster",
 }
 
 
@@ -49,16 +51,19 @@ def test_the_two_commands_come_first_and_ci_runs_the_second():
 
 def test_every_block_is_python_or_bash_and_every_bash_block_is_classified():
     sections = {title for title, _, _ in blocks()}
-    for name in NOT_RUN:
-        assert name in sections, f"NOT_RUN names a README section that no longer exists: {name}"
+    for name in [*NOT_RUN, *SLOW]:
+        assert name in sections, f"NOT_RUN or SLOW names a README section that no longer exists: {name}"
     for section, language, _code in blocks():
         assert language in ("python", "bash"), (section, language)
 
 
 PYTHON = [(section, code) for section, language, code in blocks() if language == "python"]
+# Sections whose python blocks take ~10 s or more: they start a LocalCluster of worker processes.
+SLOW = {"Training on a Dask cluster", "Searching hyper-parameters on a cluster"}
 
 
-@pytest.mark.parametrize("section,code", PYTHON, ids=[f"{i}-{s}" for i, (s, _) in enumerate(PYTHON)])
+@pytest.mark.parametrize("section,code", [pytest.param(s, c, marks=[pytest.mark.slow] if s in SLOW else [])
+                                          for s, c in PYTHON], ids=[f"{i}-{s}" for i, (s, _) in enumerate(PYTHON)])
 def test_python_block_runs(section, code, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # blocks may write files (the command-line section writes LETOR files)
     exec(compile(code, f"README.md [{section}]", "exec"), {"__name__": "__readme__"})

@@ -45,7 +45,7 @@ from ._objectives.lambdarank import update_position_bias
 from ._parallel import parallel_region
 from ._validation import check_position, check_y
 from .exceptions import WorkerLostError
-from .ranker import _BINNING_SUBSAMPLE, LambdaMARTRanker, _query_rows
+from .ranker import _BINNING_SUBSAMPLE, LambdaMARTRanker, _query_rows, _Rounds
 
 __all__ = ["DaskLambdaMARTRanker", "read_letor"]
 
@@ -464,11 +464,8 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
                               min_samples_leaf=self.min_samples_leaf, min_sum_hessian=float(self.min_sum_hessian),
                               l2_regularization=float(self.l2_regularization),
                               learning_rate=float(self.learning_rate))
-        stopping = has_valid and self.early_stopping is not False
-        record = has_valid or self.verbose > 0
-        trees, train_score, valid_score = [], [], []
-        best_score, best_iter = -np.inf, 0
-        start_time = time.perf_counter()
+        rounds = _Rounds(self, has_valid)
+        trees = []
         for it in range(self.n_estimators):
             cluster.stage = f"round {it + 1}"
             cluster.tree_queries = None
@@ -480,26 +477,16 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
             cluster.rng_state = rng.get_state()
             tree = grow_tree_stepwise(cluster, n_bins, bin_offsets, features, params)
             rng.set_state(cluster.rng_state)  # the draws the objectives made on the workers
-            sums = cluster.call("finish_tree", tree, record)
+            sums = cluster.call("finish_tree", tree, rounds.recording)
             trees.append(tree)
-            if record:
-                train_score.append(sum(s[0][0] for s in sums) / sum(s[0][1] for s in sums))
+            train_score = valid_score = None
+            if rounds.recording:  # mean NDCG over all queries: sums and counts of every worker's queries
+                train_score = sum(s[0][0] for s in sums) / sum(s[0][1] for s in sums)
                 if has_valid:
-                    valid_score.append(sum(s[1][0] for s in sums) / sum(s[1][1] for s in sums))
-            if self.verbose and ((it + 1) % self.verbose == 0 or it + 1 == self.n_estimators):
-                self._print_progress(it, train_score, valid_score, start_time)
-            if valid_score and valid_score[-1] > best_score + self.tol:
-                best_score, best_iter = valid_score[-1], it
-            if stopping and it - best_iter >= self.n_iter_no_change:
+                    valid_score = sum(s[1][0] for s in sums) / sum(s[1][1] for s in sums)
+            if rounds.end_round(it, train_score, valid_score):
                 break
-        self.n_iter_ = len(trees)
-        self.train_score_ = np.asarray(train_score)
-        self.validation_score_ = np.asarray(valid_score)
-        self.best_iteration_ = best_iter + 1 if has_valid else None
-        if stopping:
-            trees = trees[:best_iter + 1]
-        self.n_estimators_ = len(trees)
-        return trees
+        return rounds.finish(trees)
 
     def score(self, X, y, qid=None, sample_weight=None):
         """NDCG@``eval_at`` of the predictions, per query and averaged (see :meth:`LambdaMARTRanker.score`).

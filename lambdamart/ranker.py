@@ -412,8 +412,7 @@ class LambdaMARTRanker(BaseEstimator):
         with _timed(profile, "binning"):
             # One histogram block per thread of the fit (see lambdamart._engine.histogram).
             layout = make_layout(codes, n_bins, numba.get_num_threads())
-        stopping = bool(valid) and self.early_stopping is not False
-        record = bool(valid) or self.verbose > 0
+        rounds = _Rounds(self, has_valid=bool(valid))
 
         scores = np.zeros(n_rows)
         grad = np.zeros(n_rows)
@@ -430,9 +429,7 @@ class LambdaMARTRanker(BaseEstimator):
                               learning_rate=float(self.learning_rate))
         workspace = make_workspace(n_rows, layout.total_bins, self.max_leaf_nodes)
 
-        trees, train_score, valid_score = [], [], []
-        best_score, best_iter = -np.inf, 0
-        start_time = time.perf_counter()
+        trees = []
         for it in range(self.n_estimators):
             if n_tree_queries < n_queries:
                 tree_queries = np.sort(rng.choice(n_queries, n_tree_queries, replace=False))
@@ -455,27 +452,14 @@ class LambdaMARTRanker(BaseEstimator):
             with _timed(profile, "validation"):
                 for v in valid:
                     add_tree_binned(v.codes, n_bins, tree, np.arange(v.scores.shape[0]), v.scores)
-                if record:
-                    train_score.append(self._ndcg(queries.gains, offsets, scores))
+                train_score = valid_score = None
+                if rounds.recording:
+                    train_score = self._ndcg(queries.gains, offsets, scores)
                     if valid:
-                        valid_score.append(self._ndcg(valid[0].gains, valid[0].offsets, valid[0].scores))
-            if self.verbose and ((it + 1) % self.verbose == 0 or it + 1 == self.n_estimators):
-                self._print_progress(it, train_score, valid_score, start_time)
-            if valid_score and valid_score[-1] > best_score + self.tol:
-                best_score, best_iter = valid_score[-1], it
-            if stopping and it - best_iter >= self.n_iter_no_change:
-                if self.verbose:
-                    print(f"early stopping: best round {best_iter + 1}, NDCG@{self.eval_at} {best_score:.5f}")
+                        valid_score = self._ndcg(valid[0].gains, valid[0].offsets, valid[0].scores)
+            if rounds.end_round(it, train_score, valid_score):
                 break
-
-        self.n_iter_ = len(trees)
-        self.train_score_ = np.asarray(train_score)
-        self.validation_score_ = np.asarray(valid_score)
-        self.best_iteration_ = best_iter + 1 if valid else None
-        if stopping:
-            trees = trees[:best_iter + 1]
-        self.n_estimators_ = len(trees)
-        return trees
+        return rounds.finish(trees)
 
     def _ndcg(self, gains, offsets, scores):
         """NDCG@eval_at of scores laid out by ``offsets`` (queries without relevant documents count 1)."""
@@ -584,6 +568,50 @@ class LambdaMARTRanker(BaseEstimator):
         _model_format.write_model(self, path)
         return self
 
+
+
+class _Rounds:
+    """A fit's learning curves and early stopping, shared by the local and the distributed boosting loops.
+
+    ``recording`` says whether the loop must compute the round's NDCG (with a validation set, or ``verbose``).
+    """
+
+    def __init__(self, estimator, has_valid):
+        self.estimator, self.has_valid = estimator, has_valid
+        self.stopping = has_valid and estimator.early_stopping is not False
+        self.recording = has_valid or estimator.verbose > 0
+        self.train_score, self.valid_score = [], []
+        self.best_score, self.best_iter = -np.inf, 0
+        self.start_time = time.perf_counter()
+
+    def end_round(self, it, train_score, valid_score):
+        """Record round ``it``'s NDCG (None when not computed); True when training should stop."""
+        est = self.estimator
+        if train_score is not None:
+            self.train_score.append(train_score)
+        if valid_score is not None:
+            self.valid_score.append(valid_score)
+        if est.verbose and ((it + 1) % est.verbose == 0 or it + 1 == est.n_estimators):
+            est._print_progress(it, self.train_score, self.valid_score, self.start_time)
+        if self.valid_score and self.valid_score[-1] > self.best_score + est.tol:
+            self.best_score, self.best_iter = self.valid_score[-1], it
+        if self.stopping and it - self.best_iter >= est.n_iter_no_change:
+            if est.verbose:
+                print(f"early stopping: best round {self.best_iter + 1}, NDCG@{est.eval_at} {self.best_score:.5f}")
+            return True
+        return False
+
+    def finish(self, trees):
+        """Set the estimator's round attributes; return the trees it keeps (up to the best round when stopping)."""
+        est = self.estimator
+        est.n_iter_ = len(trees)
+        est.train_score_ = np.asarray(self.train_score)
+        est.validation_score_ = np.asarray(self.valid_score)
+        est.best_iteration_ = self.best_iter + 1 if self.has_valid else None
+        if self.stopping:
+            trees = trees[:self.best_iter + 1]
+        est.n_estimators_ = len(trees)
+        return trees
 
 
 @contextmanager

@@ -36,6 +36,10 @@ def data():
     return X[order], y[order], qid[order]
 
 
+# Small trees: every split is a round trip to all workers, and what is tested is that they are the same splits.
+SMALL = dict(max_leaf_nodes=8, min_samples_leaf=10)
+
+
 def _dask(X, y, qid, chunk=1500):
     return (da.from_array(X, chunks=(chunk, -1)), da.from_array(y, chunks=chunk), da.from_array(qid, chunks=chunk))
 
@@ -63,6 +67,7 @@ def assert_same_model(distributed_model, local_model, X):
 ], ids=lambda p: ",".join(f"{k}={v}" for k, v in p.items()))
 def test_dask_arrays_give_the_local_model(client, data, params):
     X, y, qid = data
+    params = {**SMALL, **params}
     model = DaskLambdaMARTRanker(client=client, **params).fit(*_dask(X, y, qid))
     assert_same_model(model, LambdaMARTRanker(**params).fit(X, y, qid), X)
 
@@ -70,9 +75,9 @@ def test_dask_arrays_give_the_local_model(client, data, params):
 def test_unbiased_lambdamart_learns_the_same_position_biases(client, data):
     X, y, qid = data
     position = np.random.default_rng(3).integers(1, 11, y.shape[0])
-    model = DaskLambdaMARTRanker(client=client, n_estimators=6).fit(
+    model = DaskLambdaMARTRanker(client=client, n_estimators=6, **SMALL).fit(
         *_dask(X, y, qid), position=da.from_array(position, chunks=1500))
-    local = LambdaMARTRanker(n_estimators=6).fit(X, y, qid, position=position)
+    local = LambdaMARTRanker(n_estimators=6, **SMALL).fit(X, y, qid, position=position)
     assert_same_model(model, local, X)
     np.testing.assert_allclose(model.position_bias_, local.position_bias_, rtol=1e-9)
     np.testing.assert_array_equal(model.to_local().position_bias_, model.position_bias_)
@@ -84,10 +89,10 @@ def test_dataframe_with_queries_scattered_over_partitions(client, data):
     ddf = dd.from_pandas(frame, npartitions=5)
     weights = np.random.default_rng(5).uniform(0.5, 2.0, y.shape[0])
     chunks = tuple(int(n) for n in ddf.map_partitions(len).compute())
-    model = DaskLambdaMARTRanker(client=client, n_estimators=6, random_state=0).fit(
+    model = DaskLambdaMARTRanker(client=client, n_estimators=6, random_state=0, **SMALL).fit(
         ddf, da.from_array(y, chunks=chunks), da.from_array(qid, chunks=chunks),
         sample_weight=da.from_array(weights, chunks=chunks))
-    local = LambdaMARTRanker(n_estimators=6, random_state=0).fit(frame, y, qid, sample_weight=weights)
+    local = LambdaMARTRanker(n_estimators=6, random_state=0, **SMALL).fit(frame, y, qid, sample_weight=weights)
     assert_same_model(model, local, frame)
     assert list(model.feature_names_in_) == list(frame.columns)
     scores = model.predict(ddf)
@@ -99,7 +104,7 @@ def test_dataframe_with_queries_scattered_over_partitions(client, data):
 def test_early_stopping_stops_at_the_same_round(client, data):
     X, y, qid = data
     X_v, y_v, qid_v = make_ranking_data(30, random_state=7)
-    params = dict(n_estimators=60, learning_rate=0.5, n_iter_no_change=3, random_state=0)
+    params = dict(n_estimators=60, learning_rate=0.5, n_iter_no_change=3, random_state=0, **SMALL)
     model = DaskLambdaMARTRanker(client=client, **params).fit(*_dask(X, y, qid),
                                                               eval_set=[_dask(X_v, y_v, qid_v, chunk=700)])
     local = LambdaMARTRanker(**params).fit(X, y, qid, eval_set=[(X_v, y_v, qid_v)])
@@ -109,7 +114,8 @@ def test_early_stopping_stops_at_the_same_round(client, data):
     np.testing.assert_allclose(model.train_score_, local.train_score_, rtol=1e-12)
     assert_same_model(model, local, X)
     # Held-out queries (early_stopping=True, no eval_set) are the ones a local fit holds out.
-    params = dict(n_estimators=40, learning_rate=0.5, n_iter_no_change=3, early_stopping=True, random_state=1)
+    params = dict(n_estimators=40, learning_rate=0.5, n_iter_no_change=3, early_stopping=True, random_state=1,
+                  **SMALL)
     model = DaskLambdaMARTRanker(client=client, **params).fit(*_dask(X, y, qid))
     local = LambdaMARTRanker(**params).fit(X, y, qid)
     assert model.best_iteration_ == local.best_iteration_
@@ -118,7 +124,7 @@ def test_early_stopping_stops_at_the_same_round(client, data):
 
 def test_predict_is_lazy_for_dask_and_numpy_for_numpy(client, data):
     X, y, qid = data
-    model = DaskLambdaMARTRanker(client=client, n_estimators=3).fit(*_dask(X, y, qid))
+    model = DaskLambdaMARTRanker(client=client, n_estimators=3, **SMALL).fit(*_dask(X, y, qid))
     lazy = model.predict(da.from_array(X, chunks=(1000, -1)))
     assert isinstance(lazy, da.Array) and lazy.shape == (X.shape[0],)
     eager = model.predict(X)

@@ -83,6 +83,14 @@ def render_section(section, libraries):
     return out
 
 
+def _fit_cell(r):
+    """The fit time, with every run's when there were several (the fastest counts)."""
+    fit = _sec(r["fit_s"])
+    if len(r["fit_runs"]) > 1:
+        fit += " (fastest of " + ", ".join(_sec(t) for t in r["fit_runs"]) + ")"
+    return fit
+
+
 def _training_table(fits, libraries):
     header = ["library", "import", "first-call overhead (tiny fit)", "fit", "fit CPU (all threads)",
               "first fit in fresh process", "predict (test split)", "rows/s", "peak RSS", "RSS over data",
@@ -90,9 +98,7 @@ def _training_table(fits, libraries):
     rows = []
     for name in (n for n in libraries if n in fits):
         r = fits[name]
-        fit = _sec(r["fit_s"])
-        if len(r["fit_runs"]) > 1:
-            fit += " (fastest of " + ", ".join(_sec(t) for t in r["fit_runs"]) + ")"
+        fit = _fit_cell(r)
         rows.append([name, _sec(r["import_s"]), _sec(r["first_call_s"]), fit, _sec(r["fit_cpu_s"]),
                      _sec(_first_fit(r)), _sec(r["predict_s"]), f"{r['rows_per_s']:,.0f}", _mb(r["peak_rss"]),
                      _mb(r["peak_rss"] - r["rss_after_load"]), _mb(r["model_bytes"]),
@@ -241,9 +247,7 @@ def _dask_lines(dask, libraries):
     rows = []
     for name in (n for n in libraries if n in fits):
         r = fits[name]
-        fit = _sec(r["fit_s"])
-        if len(r["fit_runs"]) > 1:
-            fit += " (fastest of " + ", ".join(_sec(t) for t in r["fit_runs"]) + ")"
+        fit = _fit_cell(r)
         rows.append([name, f"`{r['estimator']}`", r["inputs"], fit, _ratio(r["fit_s"], ref and ref["fit_s"]),
                      _sec(r["predict_s"]), *[f"{_ndcg(r, k):.4f}" for k in NDCG_CUTOFFS]])
     lines += [_md_table(header, rows), "", "Constructor arguments (and `client`), exactly as run:", ""]

@@ -39,13 +39,13 @@ from ._engine.predict import add_tree_binned
 from ._engine.stepwise import RowShard, RowSource, grow_tree_stepwise
 from ._engine.tree import concatenate_trees, make_tree
 from ._gains import label_gains
-from ._metric_kernels import NDCG, per_query
 from ._objectives import OBJECTIVES, TrainingQueries, make_objective
 from ._objectives.lambdarank import update_position_bias
 from ._parallel import parallel_region
+from ._queries import group_queries
 from ._validation import check_position, check_y
 from .exceptions import WorkerLostError
-from .ranker import _BINNING_SUBSAMPLE, LambdaMARTRanker, _query_rows, _Rounds
+from .ranker import _BINNING_SUBSAMPLE, LambdaMARTRanker, _ndcg_per_query, _query_rows, _Rounds
 
 __all__ = ["DaskLambdaMARTRanker", "read_letor"]
 
@@ -95,16 +95,13 @@ class _Shard:
         self.threads = distributed.get_worker().state.nthreads
         self.X, self.y, self.query = data["X"], data["y"], data["query"]
         self.sample_weight, self.position = data["sample_weight"], data["position"]
-        self.valid = valid_data  # list of (X, y, query) of the eval sets' rows on this worker
-
-    def n_rows(self):
-        return self.X.shape[0]
+        self.valid = valid_data  # the eval sets' rows on this worker: dicts with X, y and query
 
     def hold_out(self, held_out):
         """Move the queries flagged in ``held_out`` (over all queries) to a validation set; return train rows."""
         if held_out is not None:
             keep = ~held_out[self.query]
-            self.valid = [(self.X[~keep], self.y[~keep], self.query[~keep])] + self.valid
+            self.valid = [dict(X=self.X[~keep], y=self.y[~keep], query=self.query[~keep])] + self.valid
             self.X, self.y, self.query = self.X[keep], self.y[keep], self.query[keep]
             if self.sample_weight is not None:
                 self.sample_weight = self.sample_weight[keep]
@@ -130,8 +127,8 @@ class _Shard:
         all_rows = np.arange(self.X.shape[0], dtype=np.int64)
         self.codes = bin_features(self.X, all_rows, thresholds, threshold_offsets)
         self.layout = make_layout(self.codes, self.n_bins, self.threads)
-        self.query_ids, sizes = np.unique(self.query, return_counts=True)
-        self.offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+        groups = group_queries(self.query, self.query.shape[0])  # rows are already grouped: no permutation
+        self.query_ids, self.offsets = groups.ids, groups.offsets
         gains = label_gains(self.y, p["gain"], "y")
         queries = TrainingQueries(labels=self.y, gains=gains, offsets=self.offsets,
                                   sample_weight=np.zeros(0) if self.sample_weight is None else self.sample_weight,
@@ -146,13 +143,12 @@ class _Shard:
         self.grad = np.zeros(self.X.shape[0])
         self.hess = np.zeros(self.X.shape[0])
         self.valid_sets = []
-        for X_v, y_v, query_v in self.valid:
-            ids_v, sizes_v = np.unique(query_v, return_counts=True)
+        for v in self.valid:
+            n_valid = v["X"].shape[0]
             self.valid_sets.append(dict(
-                codes=bin_features(X_v, np.arange(X_v.shape[0]), thresholds, threshold_offsets),
-                gains=label_gains(y_v, p["gain"], "eval_set y"),
-                offsets=np.concatenate(([0], np.cumsum(sizes_v))).astype(np.int64),
-                scores=np.zeros(X_v.shape[0])))
+                codes=bin_features(v["X"], np.arange(n_valid), thresholds, threshold_offsets),
+                gains=label_gains(v["y"], p["gain"], "eval_set y"),
+                offsets=group_queries(v["query"], n_valid).offsets, scores=np.zeros(n_valid)))
         del self.X  # the codes are all a round needs
         return self.layout.bin_offsets
 
@@ -205,9 +201,9 @@ class _Shard:
 
 
 def _ndcg_sum(gains, offsets, scores, k):
-    """Sum over queries of NDCG@k (queries without a relevant document count 1), and the number of queries."""
-    values = per_query(NDCG, gains, gains, scores, offsets, k, True)
-    return float(np.sum(np.where(np.isnan(values), 1.0, values))), values.shape[0]
+    """Sum over this shard's queries of NDCG@k and their number: the client adds these up into the mean."""
+    values = _ndcg_per_query(gains, offsets, scores, k)
+    return float(np.sum(values)), values.shape[0]
 
 
 class _GlobalDraws:
@@ -403,12 +399,9 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
                 da.unique(arrays_v["qid"], return_counts=True), sync=True))
             for s, part in enumerate(_regroup(client, X_v, arrays_v, ids_v, _assign_queries(sizes_v, len(workers)),
                                               workers)):
-                valid_parts[s].append(client.submit(lambda d: (d["X"], d["y"], d["query"]), part, workers=[workers[s]]))
-        valid_parts = [client.submit(lambda *parts: list(parts), *parts, workers=[w]) if parts else None
-                       for parts, w in zip(valid_parts, workers)]
+                valid_parts[s].append(part)
         params = self._local_params()
-        actors = [client.submit(_Shard, data, valid if valid is not None else [], params, actor=True,
-                                workers=[w]).result()
+        actors = [client.submit(_Shard, data, valid, params, actor=True, workers=[w]).result()
                   for data, valid, w in zip(train_parts, valid_parts, workers)]
         cluster = _Cluster(client, actors, workers)
         regrouped = time.perf_counter()

@@ -463,8 +463,7 @@ class LambdaMARTRanker(BaseEstimator):
 
     def _ndcg(self, gains, offsets, scores):
         """NDCG@eval_at of scores laid out by ``offsets`` (queries without relevant documents count 1)."""
-        values = per_query(NDCG, gains, gains, scores, offsets, self.eval_at, True)
-        return float(np.mean(np.where(np.isnan(values), 1.0, values)))
+        return float(np.mean(_ndcg_per_query(gains, offsets, scores, self.eval_at)))
 
     def _print_progress(self, it, train_score, valid_score, start_time):
         elapsed = time.perf_counter() - start_time
@@ -568,6 +567,12 @@ class LambdaMARTRanker(BaseEstimator):
         _model_format.write_model(self, path)
         return self
 
+
+
+def _ndcg_per_query(gains, offsets, scores, k):
+    """NDCG@k of every query laid out by ``offsets``; a query without a relevant document counts 1 (as LightGBM)."""
+    values = per_query(NDCG, gains, gains, scores, offsets, k, True)
+    return np.where(np.isnan(values), 1.0, values)
 
 
 class _Rounds:

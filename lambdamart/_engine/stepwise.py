@@ -10,7 +10,7 @@ only the holders of rows, behind the :class:`RowSource` interface, change.
 
 import numpy as np
 
-from .grower import GrownTree, find_node_split, gather_node, node_histogram, partition_node
+from .grower import GrownTree, _splittable, find_node_split, gather_node, node_histogram, partition_node
 from .histogram import new_histograms
 from .split import leaf_value
 
@@ -98,12 +98,6 @@ class RowShard(RowSource):
         return self.rows[self.node_start[node]:self.node_stop[node]]
 
 
-def _splittable(count, depth, params):
-    # As grower._splittable: room for two leaves of min_samples_leaf rows, and depth to spare.
-    return (count >= 2 * params.min_samples_leaf and count >= 2
-            and (params.max_depth < 0 or depth < params.max_depth))
-
-
 def grow_tree_stepwise(source, n_bins, bin_offsets, features, params):
     """Grow one tree leaf-wise from the histograms of ``source`` (see :class:`RowSource`).
 
@@ -128,7 +122,7 @@ def grow_tree_stepwise(source, n_bins, bin_offsets, features, params):
     counts, depths, grads, hesses, hists, splits = [count], [0], [sum_grad], [sum_hess], [hist], [None]
 
     def search(node):
-        if _splittable(counts[node], depths[node], params):
+        if _splittable(counts[node], depths[node], params.max_depth, params.min_samples_leaf):
             splits[node] = find_node_split(hists[node], n_bins, bin_offsets, features, grads[node], hesses[node],
                                            float(counts[node]), params)
 

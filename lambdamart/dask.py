@@ -8,17 +8,23 @@ with a query's rows in any partitions. The fit follows LightGBM's "data parallel
    out (queries by sorted id, rows of a query in input order).
 2. Each worker's rows live in an actor (``distributed``'s worker-resident objects). Bin thresholds are computed
    once on the client from a sample of rows, the same sample a local fit would draw, and sent to every actor.
-3. Every round each actor computes λ and w of its own queries (they are per query, so no communication); the
-   client grows the tree with :func:`lambdamart._engine.stepwise.grow_tree_stepwise`, summing each node's
-   histogram over the actors, choosing the split once and having every actor partition its rows by it; leaf
-   values, score updates and validation NDCG are reduced the same way.
+3. Every round the client sends each actor the round's draws (queries, features, random state) in one call, and
+   the actors grow the tree among themselves, as LightGBM's data-parallel learner does: each computes λ and w of
+   its own queries (they are per query, so no communication); each node's histogram is reduce-scattered (every
+   actor owns a block of features and receives the others' histograms of its block only, summing them); each
+   actor searches its block and the actors swap their best splits, so every one of them applies the same split to
+   its rows. The client does not touch a histogram: per tree it makes one call and gets back the tree, the
+   random state and the NDCG sums; leaf values, score updates and validation NDCG are the actors' own.
 
 Given the same rows, the model has the same split features and thresholds as ``LambdaMARTRanker.fit``; leaf values
 agree up to the order of floating-point sums. ``to_local()`` hands back a plain fitted ``LambdaMARTRanker``.
 """
 
+import asyncio
 import operator
+import threading
 import time
+import uuid
 
 import numpy as np
 
@@ -28,12 +34,13 @@ try:
 except ImportError as error:  # an optional extra
     raise ImportError("lambdamart.dask needs dask and distributed: pip install 'lambdamart[dask]'") from error
 
+from distributed.protocol import to_serialize
 from sklearn.utils import check_random_state
 
 from ._compat import validate_params
 from ._dask_io import read_letor
 from ._engine.binning import bin_features, find_thresholds
-from ._engine.grower import GrowthParams, add_leaf_values
+from ._engine.grower import add_leaf_values, find_node_split
 from ._engine.histogram import make_layout
 from ._engine.predict import add_tree_binned
 from ._engine.stepwise import RowShard, RowSource, grow_tree_stepwise
@@ -83,10 +90,14 @@ def _gather_shard(pieces):
     return data
 
 
+
+
+
 class _Shard:
     """The rows of whole queries on one worker, and everything a round needs from them (a Dask actor).
 
-    Its methods are the steps of a fit the client asks for; the client alone decides what runs when.
+    The client calls it for the steps of a fit; during a round it grows the tree together with the other actors
+    (its peers), each owning a block of features (see the module docstring).
     """
 
     def __init__(self, data, valid_data, params):
@@ -96,6 +107,40 @@ class _Shard:
         self.X, self.y, self.query = data["X"], data["y"], data["query"]
         self.sample_weight, self.position = data["sample_weight"], data["position"]
         self.valid = valid_data  # the eval sets' rows on this worker: dicts with X, y and query
+        self.mailbox = _Mailbox()
+
+    def connect(self, fit, addresses, index):
+        """Join fit ``fit`` as actor ``index`` of the actors on the workers at ``addresses``."""
+        self.fit, self.addresses, self.index = fit, addresses, index
+        self.worker = distributed.get_worker()
+        self.exchanges = 0  # the tag of the next exchange: every actor makes the same exchanges in the same order
+        self.histogram_bytes = 0  # histogram blocks sent to the peers
+        _MAILBOXES[fit] = self.mailbox
+        # Parts travel on the workers' own batched worker-to-worker streams (one-way messages, no reply to wait
+        # for: half the cost of an actor call per part, measured).
+        self.worker.stream_handlers.setdefault(_PART, _receive_part)
+
+    def close(self):
+        """Leave the fit: parts that still come for it are dropped."""
+        _MAILBOXES.pop(self.fit, None)
+
+    async def abort(self, reason):
+        """End the round under way and leave the fit: a peer failed, so its part of an exchange will never come."""
+        self.close()
+        self.mailbox.fail(reason)
+
+    def exchange(self, outgoing):
+        """Send ``outgoing[j]`` to every peer ``j`` and return what each peer sent here (own part at own index)."""
+        tag = self.exchanges
+        self.exchanges += 1
+        others = [j for j in range(len(self.addresses)) if j != self.index]
+        for j in others:  # sent by the worker's event loop while this thread waits for the peers' parts
+            message = {"op": _PART, "fit": self.fit, "tag": tag, "sender": self.index,
+                       "payload": to_serialize(outgoing[j])}
+            self.worker.loop.add_callback(self.worker.send_to_worker, self.addresses[j], message)
+        incoming = self.mailbox.take(tag, others)
+        incoming[self.index] = outgoing[self.index]
+        return [incoming[j] for j in range(len(self.addresses))]
 
     def hold_out(self, held_out):
         """Move the queries flagged in ``held_out`` (over all queries) to a validation set; return train rows."""
@@ -113,13 +158,22 @@ class _Shard:
         """Feature rows at the given positions of this shard's training rows (for the bin thresholds)."""
         return self.X[positions]
 
-    def setup(self, thresholds, threshold_offsets, first_row, n_train_rows, n_positions):
+    def setup(self, thresholds, threshold_offsets, first_row, n_train_rows, n_positions, growth):
         """Bin the rows, build the objective; ``first_row`` is this shard's first row in the global layout.
 
-        ``n_positions`` is the largest displayed position over all shards (Unbiased LambdaMART; 0 without).
+        ``n_positions`` is the largest displayed position over all shards (Unbiased LambdaMART; 0 without);
+        ``growth`` the trees' :class:`~lambdamart._engine.grower.GrowthParams`.
         """
         with parallel_region(self.threads):
-            return self._setup(thresholds, threshold_offsets, first_row, n_train_rows, n_positions)
+            self._setup(thresholds, threshold_offsets, first_row, n_train_rows, n_positions)
+        self.growth = growth
+        # This actor's block of features: contiguous, about equal shares of the histogram's bins.
+        bin_offsets = self.layout.bin_offsets
+        n_peers = len(self.addresses)
+        cuts = np.searchsorted(bin_offsets, bin_offsets[-1] * np.arange(n_peers + 1) / n_peers)
+        cuts[-1] = self.n_bins.shape[0]
+        self.feature_blocks = np.stack([cuts[:-1], cuts[1:]], axis=1)
+        self.bin_blocks = bin_offsets[self.feature_blocks]
 
     def _setup(self, thresholds, threshold_offsets, first_row, n_train_rows, n_positions):
         p = self.params
@@ -149,15 +203,20 @@ class _Shard:
                 codes=bin_features(v["X"], np.arange(n_valid), thresholds, threshold_offsets),
                 gains=label_gains(v["y"], p["gain"], "eval_set y"),
                 offsets=group_queries(v["query"], n_valid).offsets, scores=np.zeros(n_valid)))
+        # One set of row buffers and one histogram for every round: fresh ones per node cost page faults.
+        self.rows = RowShard(self.codes, self.n_bins, self.layout, self.grad, self.hess, all_rows, local_totals=True,
+                             reuse_histogram=True)
         del self.X  # the codes are all a round needs
-        return self.layout.bin_offsets
 
-    def start_tree(self, tree_queries, rng_state, position_bias):
-        """λ and w of this shard's queries among ``tree_queries`` (all when None); the root's histogram.
+    def grow_round(self, tree_queries, features, rng_state, position_bias, record):
+        """One boosting round on this shard's queries among ``tree_queries`` (all when None), with the peers.
 
-        Also returns the random state after the objective's draws and, for Unbiased LambdaMART (with the current
-        ``position_bias``), this shard's position loss totals.
+        Returns a dict: ``tree`` (the grown tree, from the first actor only: every actor grows the same),
+        ``rng_state`` after the objective's draws, ``loss_totals`` (Unbiased LambdaMART, with the current
+        ``position_bias``), ``ndcg`` (sums and query counts of training and first eval set, when ``record``),
+        ``exchanges`` and ``histogram_bytes`` (with the peers, so far).
         """
+        self.mailbox.check()
         self.draws.set_state(rng_state)
         if position_bias is not None:
             self.objective.position_bias = position_bias
@@ -165,39 +224,139 @@ class _Shard:
             local = np.arange(self.query_ids.shape[0], dtype=np.int64)
         else:
             local = np.flatnonzero(np.isin(self.query_ids, tree_queries)).astype(np.int64)
-        self.tree_rows = _query_rows(self.offsets, local)
+        tree_rows = _query_rows(self.offsets, local)
         with parallel_region(self.threads):
             self.objective.gradients(self.scores, local, self.grad, self.hess)
-            self.rows = RowShard(self.codes, self.n_bins, self.layout, self.grad, self.hess, self.tree_rows,
-                                 local_totals=True)
-            sum_grad, sum_hess, count, hist = self.rows.root()
+            self.rows.reset(tree_rows)
+            tree = grow_tree_stepwise(_PeerRows(self, self.rows), self.n_bins, self.layout.bin_offsets, features,
+                                      self.growth)
+            sums = self._add_tree(tree, self.rows, tree_rows, record)
         loss_totals = getattr(self.objective, "loss_totals", None) if position_bias is not None else None
-        return sum_grad, sum_hess, count, hist[:, :3].copy(), self.draws.get_state(), loss_totals
+        return dict(tree=tree if self.index == 0 else None, rng_state=self.draws.get_state(),
+                    loss_totals=loss_totals, ndcg=sums, exchanges=self.exchanges,
+                    histogram_bytes=self.histogram_bytes)
 
-    def split(self, node, split, left, right, small_is_left):
-        """Partition a node's rows; the smaller child's histogram over this shard's rows."""
-        with parallel_region(self.threads):
-            return self.rows.split(node, split, left, right, small_is_left, None)[:, :3].copy()
-
-    def finish_tree(self, tree, record):
+    def _add_tree(self, tree, rows, tree_rows, record):
         """Add the tree to the scores (training rows and eval sets); NDCG sums and query counts when ``record``."""
-        starts = np.array(self.rows.node_start, dtype=np.int64)
-        stops = np.array(self.rows.node_stop, dtype=np.int64)
-        with parallel_region(self.threads):
-            add_leaf_values(self.scores, self.rows.rows, tree.feature, tree.value, starts, stops)
-            if self.tree_rows.shape[0] < self.scores.shape[0]:
-                rest = np.setdiff1d(np.arange(self.scores.shape[0], dtype=np.int64), self.tree_rows,
-                                    assume_unique=True)
-                add_tree_binned(self.codes, self.n_bins, tree, rest, self.scores)
-            for v in self.valid_sets:
-                add_tree_binned(v["codes"], self.n_bins, tree, np.arange(v["scores"].shape[0]), v["scores"])
-            if not record:
-                return None
-            sums = [_ndcg_sum(self.gains, self.offsets, self.scores, self.params["eval_at"])]
-            if self.valid_sets:
-                v = self.valid_sets[0]
-                sums.append(_ndcg_sum(v["gains"], v["offsets"], v["scores"], self.params["eval_at"]))
+        starts = np.array(rows.node_start, dtype=np.int64)
+        stops = np.array(rows.node_stop, dtype=np.int64)
+        add_leaf_values(self.scores, rows.rows, tree.feature, tree.value, starts, stops)
+        if tree_rows.shape[0] < self.scores.shape[0]:
+            rest = np.setdiff1d(np.arange(self.scores.shape[0], dtype=np.int64), tree_rows, assume_unique=True)
+            add_tree_binned(self.codes, self.n_bins, tree, rest, self.scores)
+        for v in self.valid_sets:
+            add_tree_binned(v["codes"], self.n_bins, tree, np.arange(v["scores"].shape[0]), v["scores"])
+        if not record:
+            return None
+        sums = [_ndcg_sum(self.gains, self.offsets, self.scores, self.params["eval_at"])]
+        if self.valid_sets:
+            v = self.valid_sets[0]
+            sums.append(_ndcg_sum(v["gains"], v["offsets"], v["scores"], self.params["eval_at"]))
         return sums
+
+
+class _PeerRows(RowSource):
+    """One actor's rows as its part of the fit's rows: the grower's :class:`RowSource` on every worker.
+
+    Node histograms are reduce-scattered: this actor builds its rows' histogram, sends every peer the rows of that
+    peer's block of features and sums what the peers send of its own block, in actor order (so the sums do not
+    depend on arrival order). The histograms it returns hold its block only. Split search covers the block's
+    features; the actors then swap their best splits and all keep the best, ties to the lowest feature as in a
+    search over all features.
+    """
+
+    def __init__(self, shard, rows):
+        self.shard, self.rows = shard, rows
+        self.features = shard.feature_blocks[shard.index]
+        self.bins = shard.bin_blocks[shard.index]
+
+    def _reduce_scatter(self, local, totals=()):
+        # Each block travels as its (Σλ, Σw) columns and its row counts as int32: a third fewer bytes, and the
+        # counts (whole numbers) add up exactly as they would in float64.
+        # (The histogram is built into one reused array: what is sent is copied, what is kept is summed anew.)
+        outgoing = [(totals, local[start:stop, :2].copy(), local[start:stop, 2].astype(np.int32))
+                    for start, stop in self.shard.bin_blocks]
+        self.shard.histogram_bytes += sum(part[1].nbytes + part[2].nbytes for j, part in enumerate(outgoing)
+                                          if j != self.shard.index)
+        parts = self.shard.exchange(outgoing)
+        hist = np.empty((parts[0][1].shape[0], 3))
+        hist[:, :2], hist[:, 2] = parts[0][1], parts[0][2]
+        for part in parts[1:]:  # in actor order, whatever the order of arrival
+            hist[:, :2] += part[1]
+            hist[:, 2] += part[2]
+        return [p[0] for p in parts], hist
+
+    def root(self):
+        """See :meth:`RowSource.root`; the totals are summed over all actors, the histogram is this block's."""
+        sum_grad, sum_hess, count, hist = self.rows.root()
+        totals, hist = self._reduce_scatter(hist, (sum_grad, sum_hess, count))
+        return sum(t[0] for t in totals), sum(t[1] for t in totals), sum(t[2] for t in totals), hist
+
+    def split(self, node, split, left, right, small_is_left, small_totals, histogram=True):
+        """See :meth:`RowSource.split`; the histogram is this block's, summed over all actors."""
+        hist = self.rows.split(node, split, left, right, small_is_left, None, histogram)
+        return self._reduce_scatter(hist)[1] if histogram else None
+
+    def best_splits(self, nodes, n_bins, bin_offsets, features, params):
+        """See :meth:`RowSource.best_splits`: this block's best, then the best of every actor's."""
+        mine = features[(features >= self.features[0]) & (features < self.features[1])]
+        offsets = bin_offsets - self.bins[0]  # the block's histograms start at its first bin
+        found = [find_node_split(hist, n_bins, offsets, mine, sum_grad, sum_hess, float(count), params)
+                 for hist, sum_grad, sum_hess, count in nodes]
+        best = None
+        for theirs in self.shard.exchange([found] * len(self.shard.addresses)):
+            best = theirs if best is None else [t if t.gain > b.gain else b for b, t in zip(best, theirs)]
+        return best
+
+
+class _Mailbox:
+    """What the peers sent this actor, by exchange and sender; the round's thread waits for an exchange's parts.
+
+    Parts are put by the worker's event loop (:func:`_receive_part`) while the round runs in the actor's thread.
+    """
+
+    def __init__(self):
+        self.parts = {}
+        self.failure = None
+        self.changed = threading.Condition()
+
+    def put(self, tag, sender, payload):
+        with self.changed:
+            self.parts[tag, sender] = payload
+            self.changed.notify_all()
+
+    def fail(self, reason):
+        with self.changed:
+            self.failure = reason
+            self.changed.notify_all()
+
+    def check(self):
+        if self.failure is not None:
+            raise RuntimeError(f"this round of the fit was ended: {self.failure}")
+
+    def take(self, tag, senders):
+        """The parts of exchange ``tag`` from ``senders``, by sender, once all have come (or the fit ended)."""
+        deadline = time.monotonic() + _PEER_TIMEOUT
+        with self.changed:
+            while not all((tag, s) in self.parts for s in senders):
+                self.check()
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"no word from the peers of this fit for {_PEER_TIMEOUT:.0f} s; giving up.")
+                self.changed.wait(1.0)
+            return {s: self.parts.pop((tag, s)) for s in senders}
+
+
+# A failed peer ends a round through the client's abort; this bound only ends a wait no client is left to end.
+_PEER_TIMEOUT = 3600.0
+_PART = "lambdamart-part"  # the op of exchange parts on the workers' streams
+_MAILBOXES = {}  # this worker's actors' mailboxes, by fit
+
+
+def _receive_part(fit, tag, sender, payload):
+    """A part of an exchange, from a peer's stream (on the worker's event loop)."""
+    mailbox = _MAILBOXES.get(fit)
+    if mailbox is not None:  # else the fit is over here, or ended
+        mailbox.put(tag, sender, payload)
 
 
 def _ndcg_sum(gains, offsets, scores, k):
@@ -240,8 +399,8 @@ class _GlobalDraws:
 # ------------------------------------------------------------------------------------------------- on the client
 
 
-class _Cluster(RowSource):
-    """The actors of a fit, one per worker, as one :class:`RowSource`: histograms summed over the workers.
+class _Cluster:
+    """The actors of a fit, one per worker, called together from the client.
 
     Every call goes to all actors at once and waits for all answers; a worker lost on the way ends the fit with a
     :class:`~lambdamart.exceptions.WorkerLostError` naming it and the stage (round) of the fit.
@@ -250,43 +409,43 @@ class _Cluster(RowSource):
     def __init__(self, client, actors, workers):
         self.client, self.actors, self.workers = client, actors, workers
         self.stage = "set-up"
-        self.rng_state = None
-        self.tree_queries = None
-        self.position_bias = None  # Unbiased LambdaMART's current biases, None without positions
-        self.position_bias_norm = 0.0
         self.round_trips = 0  # calls to all actors, each waiting for every answer
-        self.histogram_bytes = 0  # node histograms received from the workers
 
     def call(self, method, *args, each=None):
         """``actor.method(*args)`` on every actor (or ``actor.method(*each[i])`` on actor i); the answers in order."""
         self.round_trips += 1
         futures = [getattr(a, method)(*(args if each is None else each[i])) for i, a in enumerate(self.actors)]
-        answers = []
-        for future, worker in zip(futures, self.workers):
+        answers = [None] * len(futures)
+        pending = list(range(len(futures)))
+        while pending:
+            # Answers are awaited in turn, a moment each: an actor may wait on a failed peer until it is told, so
+            # waiting on it alone would hang.
+            i = pending.pop(0)
             try:
-                answers.append(future.result())
+                answers[i] = futures[i].result(timeout=_POLL_SECONDS)
+            except (TimeoutError, asyncio.TimeoutError):  # the same from Python 3.11
+                pending.append(i)
             except Exception as error:
-                if worker not in self.client.scheduler_info()["workers"]:
-                    raise WorkerLostError(f"worker {worker} was lost during {self.stage} of the fit ({error!r}); "
-                                          f"its rows and their state went with it, so the fit stops here and "
-                                          f"returns no model. Fit again once the cluster is whole.") from error
-                raise
+                self._end(i, error)
         return answers
 
-    def root(self):
-        parts = self.call("start_tree", self.tree_queries, self.rng_state, self.position_bias)
-        self.histogram_bytes += sum(p[3].nbytes for p in parts)
-        self.rng_state = parts[0][4]
-        if self.position_bias is not None:  # as a local fit, the biases move after every round's gradients
-            totals = sum(p[5] for p in parts)
-            self.position_bias = update_position_bias(totals, self.position_bias, self.position_bias_norm)
-        return (sum(p[0] for p in parts), sum(p[1] for p in parts), sum(p[2] for p in parts),
-                sum(p[3] for p in parts))
+    def _end(self, failed, error):
+        """Stop the other actors' round (they may be waiting for the failed one) and raise."""
+        alive = self.client.scheduler_info()["workers"]
+        for i, actor in enumerate(self.actors):
+            if i != failed and self.workers[i] in alive:
+                try:
+                    actor.abort(f"the actor on {self.workers[failed]} failed ({error!r})").result(timeout=10)
+                except Exception:  # best effort: the fit fails below either way
+                    pass
+        if self.workers[failed] not in alive:
+            raise WorkerLostError(f"worker {self.workers[failed]} was lost during {self.stage} of the fit "
+                                  f"({error!r}); its rows and their state went with it, so the fit stops here and "
+                                  f"returns no model. Fit again once the cluster is whole.") from error
+        raise error
 
-    def split(self, node, split, left, right, small_is_left, small_totals):
-        hists = self.call("split", node, split, left, right, small_is_left)
-        self.histogram_bytes += sum(h.nbytes for h in hists)
-        return sum(hists)
+
+_POLL_SECONDS = 0.2
 
 
 class DaskLambdaMARTRanker(LambdaMARTRanker):
@@ -404,6 +563,8 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
         actors = [client.submit(_Shard, data, valid, params, actor=True, workers=[w]).result()
                   for data, valid, w in zip(train_parts, valid_parts, workers)]
         cluster = _Cluster(client, actors, workers)
+        fit_id = uuid.uuid4().hex
+        cluster.call("connect", each=[(fit_id, workers, i) for i in range(len(actors))])
         regrouped = time.perf_counter()
 
         held_out = None
@@ -427,59 +588,64 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
                                                                 for s in range(len(actors))]))
         with parallel_region(self.n_jobs):
             thresholds, threshold_offsets = find_thresholds(X_sample, self.max_bins)
-        n_positions = 0
+        n_positions, position_bias = 0, None
         if position is not None:
             n_positions = int(client.compute(arrays["position"].max(), sync=True))
-            cluster.position_bias = np.ones((2, n_positions))
-            cluster.position_bias_norm = float(self.position_bias_norm)
-        bin_offsets = cluster.call("setup", each=[(thresholds, threshold_offsets, int(first_row[s]), n_train,
-                                                   n_positions) for s in range(len(actors))])[0]
-        n_bins = np.diff(threshold_offsets) + 1
+            position_bias = np.ones((2, n_positions))
+        cluster.call("setup", each=[(thresholds, threshold_offsets, int(first_row[s]), n_train, n_positions,
+                                     self._growth_params()) for s in range(len(actors))])
         binned = time.perf_counter()
-        trees = self._boost_on(cluster, n_bins, bin_offsets, train_queries, rng,
-                               has_valid=held_out is not None or bool(eval_set))
+        trees, position_bias, exchanged = self._boost_on(cluster, threshold_offsets.shape[0] - 1, train_queries,
+                                                         position_bias, rng,
+                                                         has_valid=held_out is not None or bool(eval_set))
+        cluster.call("close")
         self._trees = concatenate_trees([make_tree(t, thresholds, threshold_offsets) for t in trees])
-        if cluster.position_bias is not None:
-            self.position_bias_ = cluster.position_bias
+        if position_bias is not None:
+            self.position_bias_ = position_bias
         self.fit_profile_ = {"regroup": regrouped - started, "binning": binned - regrouped,
                              "boosting": time.perf_counter() - binned, "total": time.perf_counter() - started,
-                             "round_trips": cluster.round_trips, "histogram_bytes": cluster.histogram_bytes}
+                             "round_trips": cluster.round_trips, **exchanged}
         return self
 
-    def _boost_on(self, cluster, n_bins, bin_offsets, train_queries, rng, has_valid):
-        n_features = n_bins.shape[0]
+    def _boost_on(self, cluster, n_features, train_queries, position_bias, rng, has_valid):
+        """The boosting rounds: per round the client draws as a local fit does and the actors grow the tree.
+
+        Returns the trees, the final position biases (None without positions) and the actors' exchange counts.
+        """
         n_queries = train_queries.shape[0]
         n_tree_features = max(1, int(round(self.max_features * n_features)))
         n_tree_queries = max(1, int(round(self.subsample * n_queries)))
         all_features = np.arange(n_features, dtype=np.int64)
-        params = GrowthParams(max_leaf_nodes=self.max_leaf_nodes,
-                              max_depth=-1 if self.max_depth is None else self.max_depth,
-                              min_samples_leaf=self.min_samples_leaf, min_sum_hessian=float(self.min_sum_hessian),
-                              l2_regularization=float(self.l2_regularization),
-                              learning_rate=float(self.learning_rate))
         rounds = _Rounds(self, has_valid)
         trees = []
         for it in range(self.n_estimators):
             cluster.stage = f"round {it + 1}"
-            cluster.tree_queries = None
+            tree_queries = None
             if n_tree_queries < n_queries:
-                cluster.tree_queries = train_queries[np.sort(rng.choice(n_queries, n_tree_queries, replace=False))]
+                tree_queries = train_queries[np.sort(rng.choice(n_queries, n_tree_queries, replace=False))]
             features = all_features
             if n_tree_features < n_features:
                 features = np.sort(rng.choice(n_features, n_tree_features, replace=False)).astype(np.int64)
-            cluster.rng_state = rng.get_state()
-            tree = grow_tree_stepwise(cluster, n_bins, bin_offsets, features, params)
-            rng.set_state(cluster.rng_state)  # the draws the objectives made on the workers
-            sums = cluster.call("finish_tree", tree, rounds.recording)
-            trees.append(tree)
+            answers = cluster.call("grow_round", tree_queries, features, rng.get_state(), position_bias,
+                                   rounds.recording)
+            rng.set_state(answers[0]["rng_state"])  # the draws the objectives made on the workers
+            if position_bias is not None:  # as a local fit, the biases move after every round's gradients
+                position_bias = update_position_bias(sum(a["loss_totals"] for a in answers), position_bias,
+                                                     float(self.position_bias_norm))
+            trees.append(answers[0]["tree"])
             train_score = valid_score = None
             if rounds.recording:  # mean NDCG over all queries: sums and counts of every worker's queries
+                sums = [a["ndcg"] for a in answers]
                 train_score = sum(s[0][0] for s in sums) / sum(s[0][1] for s in sums)
                 if has_valid:
                     valid_score = sum(s[1][0] for s in sums) / sum(s[1][1] for s in sums)
             if rounds.end_round(it, train_score, valid_score):
                 break
-        return rounds.finish(trees)
+        exchanged = {"exchanges": 0, "histogram_bytes": 0}
+        if trees:
+            exchanged = {"exchanges": answers[0]["exchanges"],
+                         "histogram_bytes": sum(a["histogram_bytes"] for a in answers)}
+        return rounds.finish(trees), position_bias, exchanged
 
     def score(self, X, y, qid=None, sample_weight=None):
         """NDCG@``eval_at`` of the predictions, per query and averaged (see :meth:`LambdaMARTRanker.score`).

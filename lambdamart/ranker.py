@@ -404,6 +404,13 @@ class LambdaMARTRanker(BaseEstimator):
             sample = train_rows[np.sort(rng.choice(train_rows.shape[0], _BINNING_SUBSAMPLE, replace=False))]
         return find_thresholds(X, self.max_bins, sample)
 
+    def _growth_params(self):
+        """The tree-growth parameters, as the numba grower takes them."""
+        return GrowthParams(max_leaf_nodes=self.max_leaf_nodes,
+                            max_depth=-1 if self.max_depth is None else self.max_depth,
+                            min_samples_leaf=self.min_samples_leaf, min_sum_hessian=float(self.min_sum_hessian),
+                            l2_regularization=float(self.l2_regularization), learning_rate=float(self.learning_rate))
+
     def _boost(self, codes, n_bins, queries, objective, valid, rng, profile):
         """The boosting rounds: the grown trees (cut back to the best round under early stopping)."""
         n_features, n_rows = codes.shape
@@ -422,11 +429,7 @@ class LambdaMARTRanker(BaseEstimator):
         all_features = np.arange(n_features, dtype=np.int64)
         n_tree_features = max(1, int(round(self.max_features * n_features)))
         n_tree_queries = max(1, int(round(self.subsample * n_queries)))
-        params = GrowthParams(max_leaf_nodes=self.max_leaf_nodes,
-                              max_depth=-1 if self.max_depth is None else self.max_depth,
-                              min_samples_leaf=self.min_samples_leaf, min_sum_hessian=float(self.min_sum_hessian),
-                              l2_regularization=float(self.l2_regularization),
-                              learning_rate=float(self.learning_rate))
+        params = self._growth_params()
         workspace = make_workspace(n_rows, layout.total_bins, self.max_leaf_nodes)
 
         trees = []

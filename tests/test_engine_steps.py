@@ -27,8 +27,9 @@ class ShardedRows(RowSource):
         return (sum(p[0] for p in parts), sum(p[1] for p in parts), sum(p[2] for p in parts),
                 sum(p[3] for p in parts))
 
-    def split(self, node, split, left, right, small_is_left, small_totals):
-        return sum(shard.split(node, split, left, right, small_is_left, None) for shard in self.shards)
+    def split(self, node, split, left, right, small_is_left, small_totals, histogram=True):
+        hists = [shard.split(node, split, left, right, small_is_left, None, histogram) for shard in self.shards]
+        return sum(hists) if histogram else None
 
 
 @pytest.mark.parametrize("seed, n_blocks, max_leaf_nodes, max_depth, min_samples_leaf, l2, feature_share", [

@@ -5,7 +5,9 @@
 over every holder of rows, and every holder to split its rows the same way. :func:`grow_tree_stepwise` is that
 grower. It follows ``grow_tree``'s order exactly (best leaf first, the smaller child's histogram built and the
 larger one's taken as the parent's minus it, ties to the lowest index), so on the same rows it grows the same tree;
-only the holders of rows, behind the :class:`RowSource` interface, change.
+only the holders of rows, behind the :class:`RowSource` interface, change. A source may also search splits its own
+way (each worker of a cluster over the features whose summed histograms it holds, then agreeing on the best), as
+long as the best split it answers is the one a search over all features would find.
 """
 
 import numpy as np
@@ -26,13 +28,24 @@ class RowSource:
         """The root's totals ``(Σλ, Σw, count)`` and its histogram, ``(total_bins, 3)`` or wider."""
         raise NotImplementedError
 
-    def split(self, node, split, left, right, small_is_left, small_totals):
+    def split(self, node, split, left, right, small_is_left, small_totals, histogram=True):
         """Split ``node``'s rows by ``split`` into the new nodes ``left`` and ``right``.
 
         ``small_totals`` are the smaller child's ``(Σλ, Σw, count)`` over all rows, as the split search found them.
-        Returns the histogram of the smaller child (``left`` when ``small_is_left``).
+        Returns the histogram of the smaller child (``left`` when ``small_is_left``), or None without
+        ``histogram`` (the grower will not search the children: the tree is full or they are too small).
         """
         raise NotImplementedError
+
+    def best_splits(self, nodes, n_bins, bin_offsets, features, params):
+        """The best :class:`~.split.Split` of each node, over ``features``.
+
+        ``nodes`` holds ``(histogram, Σλ, Σw, count)`` of each node, histograms as :meth:`root` and :meth:`split`
+        gave them (and parents minus children). This searches every feature here; a source whose histograms are
+        summed over one block of features only searches its block and agrees with its peers on the best.
+        """
+        return [find_node_split(hist, n_bins, bin_offsets, features, sum_grad, sum_hess, float(count), params)
+                for hist, sum_grad, sum_hess, count in nodes]
 
 
 class RowShard(RowSource):
@@ -52,16 +65,26 @@ class RowShard(RowSource):
         The rows of the tree (copied: partitioned in place as nodes split).
     local_totals : bool, default=False
         Use the shard's own sums as node totals (one shard of many) instead of the ones the split search passes.
+    reuse_histogram : bool, default=False
+        Build every histogram into the same array, overwritten by the next one: for a caller that copies out what
+        it keeps (it saves allocating and faulting in fresh pages per node).
     """
 
-    def __init__(self, codes, n_bins, layout, grad, hess, rows, local_totals=False):
+    def __init__(self, codes, n_bins, layout, grad, hess, rows, local_totals=False, reuse_histogram=False):
         self.codes, self.n_bins, self.layout, self.grad, self.hess = codes, n_bins, layout, grad, hess
-        self.rows = np.array(rows, dtype=np.int64)
         self.local_totals = local_totals
-        n = self.rows.shape[0]
-        self._ordered_grad, self._ordered_hess = np.empty(n), np.empty(n)
-        self._buffer = np.empty(n, dtype=np.int64)
-        self.node_start, self.node_stop = [0], [n]
+        self._scratch = new_histograms(1, int(layout.bin_offsets[-1]))[0] if reuse_histogram else None
+        capacity = rows.shape[0]
+        self._rows = np.empty(capacity, dtype=np.int64)
+        self._ordered_grad, self._ordered_hess = np.empty(capacity), np.empty(capacity)
+        self._buffer = np.empty(capacity, dtype=np.int64)
+        self.reset(rows)
+
+    def reset(self, rows):
+        """Start a new tree on ``rows`` (at most as many as the shard was made with), reusing the buffers."""
+        self.rows = self._rows[:rows.shape[0]]
+        self.rows[:] = rows
+        self.node_start, self.node_stop = [0], [rows.shape[0]]
 
     def _histogram(self, start, stop, totals):
         rows = self.rows[start:stop]
@@ -69,7 +92,7 @@ class RowShard(RowSource):
                                          self._ordered_hess)
         if totals is None or self.local_totals:
             totals = (sum_grad, sum_hess, float(stop - start))
-        hist = new_histograms(1, int(self.layout.bin_offsets[-1]))[0]
+        hist = self._scratch if self._scratch is not None else new_histograms(1, int(self.layout.bin_offsets[-1]))[0]
         node_histogram(self.codes, self.layout, rows, self._ordered_grad[start:stop], self._ordered_hess[start:stop],
                        totals[0], totals[1], float(totals[2]), hist)
         return sum_grad, sum_hess, hist
@@ -79,7 +102,7 @@ class RowShard(RowSource):
         sum_grad, sum_hess, hist = self._histogram(0, self.rows.shape[0], None)
         return sum_grad, sum_hess, self.rows.shape[0], hist
 
-    def split(self, node, split, left, right, small_is_left, small_totals):
+    def split(self, node, split, left, right, small_is_left, small_totals, histogram=True):
         """See :meth:`RowSource.split`."""
         start, stop = self.node_start[node], self.node_stop[node]
         f = split.feature
@@ -90,6 +113,8 @@ class RowShard(RowSource):
                 self.node_start.append(0)
                 self.node_stop.append(0)
             self.node_start[child], self.node_stop[child] = child_start, child_stop
+        if not histogram:
+            return None
         small = left if small_is_left else right
         return self._histogram(self.node_start[small], self.node_stop[small], small_totals)[2]
 
@@ -121,12 +146,18 @@ def grow_tree_stepwise(source, n_bins, bin_offsets, features, params):
     feature, split_bin, missing_left, left, right, gain = [-1], [0], [False], [-1], [-1], [0.0]
     counts, depths, grads, hesses, hists, splits = [count], [0], [sum_grad], [sum_hess], [hist], [None]
 
-    def search(node):
-        if _splittable(counts[node], depths[node], params.max_depth, params.min_samples_leaf):
-            splits[node] = find_node_split(hists[node], n_bins, bin_offsets, features, grads[node], hesses[node],
-                                           float(counts[node]), params)
+    def splittable(node):
+        return _splittable(counts[node], depths[node], params.max_depth, params.min_samples_leaf)
 
-    search(0)
+    def search(nodes):
+        nodes = [node for node in nodes if splittable(node)]
+        if nodes:
+            found = source.best_splits([(hists[n], grads[n], hesses[n], counts[n]) for n in nodes], n_bins,
+                                       bin_offsets, features, params)
+            for node, split in zip(nodes, found):
+                splits[node] = split
+
+    search([0])
     n_leaves = 1
     while n_leaves < params.max_leaf_nodes:
         node = -1
@@ -159,13 +190,17 @@ def grow_tree_stepwise(source, n_bins, bin_offsets, features, params):
             splits.append(None)
         small_is_left = left_count <= right_count
         small, large = (lc, rc) if small_is_left else (rc, lc)
-        hists[small] = source.split(node, best, lc, rc, small_is_left, (grads[small], hesses[small], counts[small]))
-        hists[large] = hists[node] - hists[small]
-        hists[node] = None  # a split node's histogram is never needed again
         n_leaves += 1
-        if n_leaves < params.max_leaf_nodes:
-            search(small)
-            search(large)
+        # The children are searched only if the tree can still grow and one of them may split (the decision
+        # rests on totals every source agrees on, so all holders of rows skip the same histograms).
+        searched = n_leaves < params.max_leaf_nodes and (splittable(small) or splittable(large))
+        hists[small] = source.split(node, best, lc, rc, small_is_left, (grads[small], hesses[small], counts[small]),
+                                    histogram=searched)
+        if searched:
+            hists[large] = hists[node]
+            hists[large] -= hists[small]  # in place: a split node's histogram is never needed again
+            search([small, large])
+        hists[node] = None
 
     n_nodes = len(counts)
     value = np.zeros(n_nodes)

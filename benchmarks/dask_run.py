@@ -6,9 +6,9 @@ One worker process (``compare.py --worker JOB``, mode ``dask``) is the cluster's
 library ``repeat`` times, interleaved, timing the wall clock of ``fit`` on the client. The test scores of each
 library's fastest fit go to a file; the parent computes their NDCG as it does for every other figure.
 
-For ours it also measures one no-op actor round trip to every worker, and computes from the fitted trees and the
-histogram size the round trips and the histogram bytes per tree; where the fitted ranker's ``fit_profile_`` counts
-them itself (``round_trips``, ``histogram_bytes``) and times its stages, those are reported too, as measured.
+For ours it also measures one no-op actor call to every worker, and computes from the fitted trees and the
+histogram size the histogram bytes the workers exchange per tree; the fitted ranker's ``fit_profile_`` counts its
+calls, exchanges and histogram bytes itself and times its stages, and those are reported too, as measured.
 
 Nothing here imports dask or a benchmarked library at module level: the parent imports this module for its
 constants, and the worker imports the libraries when it runs them.
@@ -136,7 +136,7 @@ def send_inputs(client, workers, bounds, X, y=None, qid=None):
 
 
 def our_costs(client, workers, best, data, settings):
-    """Round trips and histogram traffic per tree of our fastest fit (see the module docstring)."""
+    """Calls and histogram traffic per tree of our fastest fit (see the module docstring)."""
     fit_s, model = best
     trees = int(model.n_estimators_)
     splits = int(np.count_nonzero(model._trees["feature"] >= 0))
@@ -151,7 +151,7 @@ def our_costs(client, workers, best, data, settings):
 
 def noop_round_trip(client, workers):
     """Median seconds of one call of a trivial actor method on every worker, issued together and awaited together
-    (as ``DaskLambdaMARTRanker`` asks its actors for a node's histograms)."""
+    (as ``DaskLambdaMARTRanker`` starts a round)."""
     actors = [client.submit(dict, actor=True, workers=[w], pure=False).result() for w in workers]
 
     def round_trip():

@@ -263,60 +263,54 @@ DASK_PROFILE_STAGES = ("regroup", "binning", "boosting")
 
 
 def _dask_costs(c, n_workers):
-    """Our round trips and histogram traffic per tree: measured where measured, computed (and said so) elsewhere."""
+    """Our calls and histogram traffic per tree: measured where the estimator counts them, computed elsewhere."""
     trees, profile = c["trees"], c.get("profile") or {}
     splits = c["splits"] / trees
-    trips = splits + 2
     boosting = profile.get("boosting")
     per_tree = (boosting if boosting is not None else c["fit_s"]) / trees
     per_tree_how = ("**measured**: `fit_profile_['boosting']` / trees (the fit without regrouping and binning)"
                     if boosting is not None else "**measured**: fit (above) / trees")
-    overhead = c["round_trip_s"] * trips
-    hist = c["total_bins"] * 3 * 8
-    traffic = (splits + 1) * n_workers * hist
+    block = c["total_bins"] / n_workers * 20  # Σλ and Σw as float64, the count as int32
+    traffic = splits * (n_workers - 1) * block * n_workers  # every worker sends every peer its block, per node
     rows = [["trees; splits per tree (mean)", f"{trees}; {splits:.1f}", "fitted model"]]
     stages = [f"{stage} {_sec(profile[stage])}" for stage in DASK_PROFILE_STAGES if stage in profile]
     if stages:
         rows.append(["fit stages", ", ".join(stages) + (f"; total {_sec(profile['total'])}" if "total" in profile
                                                         else ""),
                      "**measured**: `fit_profile_` of the fastest fit"])
-    rows += [
-        ["client ↔ all workers round trips per tree", f"{trips:.1f}",
-         "**computed**: splits + 2 (the root's histograms, one per split for the smaller child's, the tree's "
-         "scores)"],
-    ]
     if "round_trips" in profile:
-        rows.append(["round trips per tree, as counted", f"{profile['round_trips'] / trees:.1f}",
-                     "**measured**: `fit_profile_['round_trips']` / trees (includes the fit's few set-up calls)"])
+        rows.append(["client ↔ all workers calls per tree", f"{profile['round_trips'] / trees:.2f}",
+                     "**measured**: `fit_profile_['round_trips']` / trees (one per round, plus the fit's few "
+                     "set-up calls)"])
     rows += [
-        [f"one no-op actor round trip to all {n_workers} workers", _sec(c["round_trip_s"]),
+        [f"one no-op actor call to all {n_workers} workers", _sec(c["round_trip_s"]),
          "**measured**: median of 200 calls of a trivial actor method on every worker, issued together and "
-         "awaited together (as the fit asks for a node's histograms)"],
-        ["round-trip overhead per tree", _sec(overhead), "**computed**: no-op round trip × round trips per tree"],
+         "awaited together (as the fit starts a round)"],
         ["fit time per tree", _sec(per_tree), per_tree_how],
-        ["round-trip share of that", f"{100 * overhead / per_tree:.0f} %", "**computed**: overhead / fit per tree"],
-        ["histogram per worker per node request", _bytes(hist),
-         f"**computed**: {c['total_bins']:,} bins ({c['bins_how']}) × 3 float64 (Σλ, Σw, count)"],
-        ["histogram bytes to the client per tree", _bytes(traffic),
-         f"**computed**: (splits + 1) × {n_workers} workers × histogram"],
+    ]
+    if "exchanges" in profile:
+        rows.append(["worker ↔ worker exchanges per tree", f"{profile['exchanges'] / trees:.1f}",
+                     "**measured**: `fit_profile_['exchanges']` / trees (each: every worker sends a part to every "
+                     "other and waits for theirs)"])
+    rows += [
+        ["histogram block per worker per exchange", _bytes(block),
+         f"**computed**: {c['total_bins']:,} bins ({c['bins_how']}) / {n_workers} workers × (2 float64 + 1 int32)"],
+        ["histogram bytes between workers per tree", _bytes(traffic),
+         f"**computed**: splits × {n_workers} workers × {n_workers - 1} peers × block"],
     ]
     if "histogram_bytes" in profile:
-        rows.append(["histogram bytes to the client per tree, as counted", _bytes(profile["histogram_bytes"] / trees),
-                     "**measured**: `fit_profile_['histogram_bytes']` / trees (array bytes, before pickling)"])
-    rows += [
-        ["histogram bytes to the client per fit", _bytes(traffic * trees), "**computed**: per tree × trees"],
-        ["binning sample to the client (once per fit)", _bytes(c["sample_rows"] * c["features"] * c["itemsize"]),
-         f"**computed**: {c['sample_rows']:,} rows × {c['features']} features × {c['itemsize']} bytes"],
-    ]
-    counted = "histogram_bytes" in profile
-    return ["#### Ours on the cluster: round trips and traffic per tree", "",
-            "The client grows every tree: for each node it asks every worker's actor for the histogram of that "
-            "node's rows there, sums them and picks the split, so the client is the reduction point of every "
-            "node; the requests and split records it sends are a few hundred bytes each, and per tree each worker "
-            "also receives the RNG state (about 2.5 kB) and the tree. "
-            + ("The histogram bytes are both computed and counted by the estimator (`fit_profile_`)."
-               if counted else "The estimator does not count its traffic, so the bytes are computed from the "
-               "histogram size and the fitted trees, not measured."), "",
+        rows.append(["histogram bytes between workers per tree, as counted",
+                     _bytes(profile["histogram_bytes"] / trees),
+                     "**measured**: `fit_profile_['histogram_bytes']` / trees (array bytes, before framing)"])
+    sample = c["sample_rows"] * c["features"] * c["itemsize"]
+    rows.append(["binning sample to the client (once per fit)", _bytes(sample),
+                 f"**computed**: {c['sample_rows']:,} rows × {c['features']} features × {c['itemsize']} bytes"])
+    return ["#### Ours on the cluster: calls and traffic per tree", "",
+            "The client makes one call per round (the round's draws out; the tree, the random state and the NDCG "
+            "sums back). The workers' actors grow the tree among themselves: for each node every worker sends every "
+            "peer that peer's block of features of its histogram (a reduce-scatter on the workers' own "
+            "worker-to-worker streams), then the workers swap their best splits (a few hundred bytes). No "
+            "histogram reaches the client.", "",
             _md_table(["figure", "value", "how"], rows), ""]
 
 

@@ -88,9 +88,9 @@ def test_dask_section_has_every_installed_library(tmp_path):
         assert estimator in row
         ndcg10 = float(row.rstrip(" |").rsplit("|", 1)[1])
         assert 0.0 <= ndcg10 <= 1.0
-    assert "#### Ours on the cluster: round trips and traffic per tree" in section
-    for figure in ("client ↔ all workers round trips per tree", "one no-op actor round trip to all 2 workers",
-                   "round-trip overhead per tree", "histogram bytes to the client per tree"):
+    assert "#### Ours on the cluster: calls and traffic per tree" in section
+    for figure in ("client ↔ all workers calls per tree", "one no-op actor call to all 2 workers",
+                   "worker ↔ worker exchanges per tree", "histogram bytes between workers per tree"):
         assert f"| {figure} |" in section
     assert str(tmp_path) not in report and str(REPO) not in report
 

@@ -135,7 +135,8 @@ def test_predict_is_lazy_for_dask_and_numpy_for_numpy(client, data):
     assert model.score(da.from_array(X, chunks=(1000, -1)), da.from_array(y, chunks=1000),
                        da.from_array(qid, chunks=1000)) == local.score(X, y, qid)
     profile = model.fit_profile_
-    assert profile["round_trips"] >= 3 * 2 and profile["histogram_bytes"] > 0
+    # One call per round from the client; the histograms go between the workers, two exchanges per split or more.
+    assert 3 <= profile["round_trips"] <= 3 + 10 and profile["exchanges"] >= 3 * 2 and profile["histogram_bytes"] > 0
     assert profile["regroup"] + profile["binning"] + profile["boosting"] <= profile["total"]
 
 

@@ -465,8 +465,9 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
     fit_profile_ : dict
         Seconds of the last fit spent regrouping rows onto the workers (``"regroup"``, until every worker's actor
         holds its queries), binning (``"binning"``, thresholds and codes), boosting (``"boosting"``) and in all
-        (``"total"``); and the traffic of the boosting rounds: ``"round_trips"`` (calls to all workers, each
-        waiting for every answer) and ``"histogram_bytes"`` (node histograms the client received).
+        (``"total"``); and the traffic of the fit: ``"round_trips"`` (calls from the client to all workers, each
+        waiting for every answer: one per round plus a few to set up), ``"exchanges"`` (between the workers, per
+        worker: two per searched split) and ``"histogram_bytes"`` (histogram blocks the workers sent each other).
 
     Other fitted attributes are :class:`~lambdamart.LambdaMARTRanker`'s.
     """

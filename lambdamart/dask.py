@@ -21,6 +21,7 @@ agree up to the order of floating-point sums. ``to_local()`` hands back a plain 
 """
 
 import asyncio
+import inspect
 import operator
 import threading
 import time
@@ -271,9 +272,8 @@ class _PeerRows(RowSource):
         self.bins = shard.bin_blocks[shard.index]
 
     def _reduce_scatter(self, local, totals=()):
-        # Each block travels as its (Σλ, Σw) columns and its row counts as int32: a third fewer bytes, and the
-        # counts (whole numbers) add up exactly as they would in float64.
-        # (The histogram is built into one reused array: what is sent is copied, what is kept is summed anew.)
+        # Each block travels as its (Σλ, Σw) columns and its row counts as int32 (a sixth fewer bytes; whole
+        # numbers add up exactly either way). ``local`` is the shard's reused array: the parts are copies.
         outgoing = [(totals, local[start:stop, :2].copy(), local[start:stop, 2].astype(np.int32))
                     for start, stop in self.shard.bin_blocks]
         self.shard.histogram_bytes += sum(part[1].nbytes + part[2].nbytes for j, part in enumerate(outgoing)
@@ -431,7 +431,7 @@ class _Cluster:
 
     def _end(self, failed, error):
         """Stop the other actors' round (they may be waiting for the failed one) and raise."""
-        alive = self.client.scheduler_info()["workers"]
+        alive = _workers(self.client)
         for i, actor in enumerate(self.actors):
             if i != failed and self.workers[i] in alive:
                 try:
@@ -446,6 +446,13 @@ class _Cluster:
 
 
 _POLL_SECONDS = 0.2
+
+
+def _workers(client):
+    """The addresses of all the cluster's workers (some versions of ``scheduler_info`` list 5 unless told)."""
+    if "n_workers" in inspect.signature(client.scheduler_info).parameters:
+        return client.scheduler_info(n_workers=-1).get("workers", {})
+    return client.scheduler_info().get("workers", {})
 
 
 class DaskLambdaMARTRanker(LambdaMARTRanker):
@@ -540,7 +547,7 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
             del self.feature_names_in_
         rng = check_random_state(self.random_state)
 
-        workers = sorted(client.scheduler_info()["workers"])
+        workers = sorted(_workers(client))
         query_ids, query_sizes = (np.asarray(a) for a in client.compute(
             da.unique(arrays["qid"], return_counts=True), sync=True))
         n_queries = query_ids.shape[0]

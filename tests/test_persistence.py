@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import time
 import warnings
 
 import joblib
@@ -294,6 +295,43 @@ def test_save_is_atomic_and_overwrites(tmp_path, model, data):
     model.save_model(str(path))
     assert [p.name for p in tmp_path.iterdir()] == ["model.json"]  # no temporary file left behind
     np.testing.assert_array_equal(load_model(str(path)).predict(X), model.predict(X))
+
+
+# A child process that fits one large model, saves it once, says so, then saves it over and over until killed.
+_SAVE_FOREVER = textwrap.dedent("""
+    import sys
+    from lambdamart import LambdaMARTRanker
+    from lambdamart.datasets import make_ranking_data
+    X, y, qid = make_ranking_data(40, random_state=0)
+    model = LambdaMARTRanker(n_estimators=150, min_samples_leaf=2, random_state=0).fit(X, y, qid)
+    model.save_model(sys.argv[1])
+    print("saved", flush=True)
+    while True:
+        model.save_model(sys.argv[1])
+""")
+
+
+@pytest.mark.slow  # a fresh process per kill
+def test_a_save_killed_midway_leaves_the_previous_file_loadable(tmp_path):
+    path = tmp_path / "model.json"
+    rng = np.random.default_rng(0)
+    models = []
+    for _ in range(6):
+        child = subprocess.Popen([sys.executable, "-c", _SAVE_FOREVER, str(path)], stdout=subprocess.PIPE,
+                                 text=True)
+        try:
+            assert child.stdout.readline().strip() == "saved", "the child failed before its first save"
+            # Somewhere in the loop of writes: serialising, writing, fsyncing or renaming.
+            time.sleep(rng.uniform(0.0, 0.3))
+        finally:
+            child.kill()  # SIGKILL: no clean-up runs
+            child.wait()
+        models.append(load_model(path))  # a half-written file would not even parse
+        assert models[-1].n_estimators_ == models[0].n_estimators_
+    for model in models[1:]:
+        assert_same_model(model, models[0])
+    leftovers = [p.name for p in tmp_path.iterdir() if p.name != "model.json"]
+    assert all(name.startswith(".model.json.") and name.endswith(".tmp") for name in leftovers), leftovers
 
 
 def test_save_unfitted_and_load_missing(tmp_path):

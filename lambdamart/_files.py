@@ -1,0 +1,46 @@
+"""Writing files so that a reader, or a crash, never meets a half-written one."""
+
+import os
+import secrets
+from pathlib import Path
+
+
+def write_atomically(path, text, encoding="utf-8"):
+    """Replace ``path`` by a file holding ``text``, all at once.
+
+    The text goes to a temporary file beside the target (same directory, so the rename cannot cross file
+    systems), is flushed and fsynced, and the temporary file is renamed over the target; the directory is then
+    fsynced so the rename itself survives a power cut. A reader sees the old file or the new one; a process killed
+    at any moment leaves the old one intact (and at worst a ``.NAME.*.tmp`` file beside it).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    text : str
+    encoding : str, default="utf-8"
+    """
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+    try:
+        # "x": never follow or clobber an existing file; created with the process's umask, like a plain open().
+        with open(tmp, "x", encoding=encoding, newline="") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    _fsync_directory(path.parent)
+
+
+def _fsync_directory(directory):
+    if not hasattr(os, "O_DIRECTORY"):  # Windows: directories cannot be opened for fsync (NTFS logs renames)
+        return
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    except OSError:  # some file systems (network mounts) refuse to fsync a directory; the rename stands anyway
+        pass
+    finally:
+        os.close(fd)

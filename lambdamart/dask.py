@@ -629,31 +629,31 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
         n_tree_features = max(1, int(round(self.max_features * n_features)))
         n_tree_queries = max(1, int(round(self.subsample * n_queries)))
         all_features = np.arange(n_features, dtype=np.int64)
-        rounds = _Rounds(self, has_valid)
         trees = []
-        for it in range(self.n_estimators):
-            cluster.stage = f"round {it + 1}"
-            tree_queries = None
-            if n_tree_queries < n_queries:
-                tree_queries = train_queries[np.sort(rng.choice(n_queries, n_tree_queries, replace=False))]
-            features = all_features
-            if n_tree_features < n_features:
-                features = np.sort(rng.choice(n_features, n_tree_features, replace=False)).astype(np.int64)
-            answers = cluster.call("grow_round", tree_queries, features, rng.get_state(), position_bias,
-                                   rounds.recording)
-            rng.set_state(answers[0]["rng_state"])  # the draws the objectives made on the workers
-            if position_bias is not None:  # as a local fit, the biases move after every round's gradients
-                position_bias = update_position_bias(sum(a["loss_totals"] for a in answers), position_bias,
-                                                     float(self.position_bias_norm))
-            trees.append(answers[0]["tree"])
-            train_score = valid_score = None
-            if rounds.recording:  # mean NDCG over all queries: sums and counts of every worker's queries
-                sums = [a["ndcg"] for a in answers]
-                train_score = sum(s[0][0] for s in sums) / sum(s[0][1] for s in sums)
-                if has_valid:
-                    valid_score = sum(s[1][0] for s in sums) / sum(s[1][1] for s in sums)
-            if rounds.end_round(it, train_score, valid_score):
-                break
+        with _Rounds(self, has_valid) as rounds:
+            for it in range(self.n_estimators):
+                cluster.stage = f"round {it + 1}"
+                tree_queries = None
+                if n_tree_queries < n_queries:
+                    tree_queries = train_queries[np.sort(rng.choice(n_queries, n_tree_queries, replace=False))]
+                features = all_features
+                if n_tree_features < n_features:
+                    features = np.sort(rng.choice(n_features, n_tree_features, replace=False)).astype(np.int64)
+                answers = cluster.call("grow_round", tree_queries, features, rng.get_state(), position_bias,
+                                       rounds.recording)
+                rng.set_state(answers[0]["rng_state"])  # the draws the objectives made on the workers
+                if position_bias is not None:  # as a local fit, the biases move after every round's gradients
+                    position_bias = update_position_bias(sum(a["loss_totals"] for a in answers), position_bias,
+                                                         float(self.position_bias_norm))
+                trees.append(answers[0]["tree"])
+                train_score = valid_score = None
+                if rounds.recording:  # mean NDCG over all queries: sums and counts of every worker's queries
+                    sums = [a["ndcg"] for a in answers]
+                    train_score = sum(s[0][0] for s in sums) / sum(s[0][1] for s in sums)
+                    if has_valid:
+                        valid_score = sum(s[1][0] for s in sums) / sum(s[1][1] for s in sums)
+                if rounds.end_round(it, train_score, valid_score):
+                    break
         exchanged = {"exchanges": 0, "histogram_bytes": 0}
         if trees:
             exchanged = {"exchanges": answers[0]["exchanges"],

@@ -7,6 +7,8 @@ only decides what runs when. ``docs/design.md`` describes the whole flow.
 """
 
 import os
+import signal
+import threading
 import time
 import warnings
 from contextlib import contextmanager
@@ -180,6 +182,10 @@ class LambdaMARTRanker(BaseEstimator):
     A fitted ranker pickles (with ``pickle`` or ``joblib``) and predicts bit-identically after loading; a pickle
     written by another lambdamart version warns with :class:`lambdamart.InconsistentVersionWarning`. For a file
     that loads without pickle (and so cannot run code), use :meth:`save_model` and :func:`lambdamart.load_model`.
+
+    Ctrl-C during ``fit`` (SIGINT in the main thread: a terminal, a notebook's interrupt button) ends training after
+    the round under way and keeps the rounds done, with a ``UserWarning``: the ranker is then the model a fit of
+    that many rounds grows. A second Ctrl-C raises ``KeyboardInterrupt`` at once and the fit is lost.
     """
 
     __metadata_request__fit = {"qid": True}
@@ -419,7 +425,6 @@ class LambdaMARTRanker(BaseEstimator):
         with _timed(profile, "binning"):
             # One histogram block per thread of the fit (see lambdamart._engine.histogram).
             layout = make_layout(codes, n_bins, numba.get_num_threads())
-        rounds = _Rounds(self, has_valid=bool(valid))
 
         scores = np.zeros(n_rows)
         grad = np.zeros(n_rows)
@@ -433,35 +438,37 @@ class LambdaMARTRanker(BaseEstimator):
         workspace = make_workspace(n_rows, layout.total_bins, self.max_leaf_nodes)
 
         trees = []
-        for it in range(self.n_estimators):
-            if n_tree_queries < n_queries:
-                tree_queries = np.sort(rng.choice(n_queries, n_tree_queries, replace=False))
-                rows = _query_rows(offsets, tree_queries)
-            else:
-                tree_queries, rows = all_queries, all_rows.copy()
-            features = all_features
-            if n_tree_features < n_features:
-                features = np.sort(rng.choice(n_features, n_tree_features, replace=False)).astype(np.int64)
-            with _timed(profile, "gradients"):
-                objective.gradients(scores, tree_queries, grad, hess)
-            with _timed(profile, "tree_growth"):
-                tree = grow_tree(codes, n_bins, layout, features, grad, hess, rows, params, workspace)
-            with _timed(profile, "score_update"):
-                add_leaf_values(scores, rows, tree.feature, tree.value, tree.node_start, tree.node_stop)
-                if rows.shape[0] < n_rows:  # rows outside the subsample walk the tree
-                    add_tree_binned(codes, n_bins, tree, np.setdiff1d(all_rows, rows, assume_unique=True), scores)
-            trees.append(tree)
+        with _Rounds(self, has_valid=bool(valid)) as rounds:
+            for it in range(self.n_estimators):
+                if n_tree_queries < n_queries:
+                    tree_queries = np.sort(rng.choice(n_queries, n_tree_queries, replace=False))
+                    rows = _query_rows(offsets, tree_queries)
+                else:
+                    tree_queries, rows = all_queries, all_rows.copy()
+                features = all_features
+                if n_tree_features < n_features:
+                    features = np.sort(rng.choice(n_features, n_tree_features, replace=False)).astype(np.int64)
+                with _timed(profile, "gradients"):
+                    objective.gradients(scores, tree_queries, grad, hess)
+                with _timed(profile, "tree_growth"):
+                    tree = grow_tree(codes, n_bins, layout, features, grad, hess, rows, params, workspace)
+                with _timed(profile, "score_update"):
+                    add_leaf_values(scores, rows, tree.feature, tree.value, tree.node_start, tree.node_stop)
+                    if rows.shape[0] < n_rows:  # rows outside the subsample walk the tree
+                        rest = np.setdiff1d(all_rows, rows, assume_unique=True)
+                        add_tree_binned(codes, n_bins, tree, rest, scores)
+                trees.append(tree)
 
-            with _timed(profile, "validation"):
-                for v in valid:
-                    add_tree_binned(v.codes, n_bins, tree, np.arange(v.scores.shape[0]), v.scores)
-                train_score = valid_score = None
-                if rounds.recording:
-                    train_score = self._ndcg(queries.gains, offsets, scores)
-                    if valid:
-                        valid_score = self._ndcg(valid[0].gains, valid[0].offsets, valid[0].scores)
-            if rounds.end_round(it, train_score, valid_score):
-                break
+                with _timed(profile, "validation"):
+                    for v in valid:
+                        add_tree_binned(v.codes, n_bins, tree, np.arange(v.scores.shape[0]), v.scores)
+                    train_score = valid_score = None
+                    if rounds.recording:
+                        train_score = self._ndcg(queries.gains, offsets, scores)
+                        if valid:
+                            valid_score = self._ndcg(valid[0].gains, valid[0].offsets, valid[0].scores)
+                if rounds.end_round(it, train_score, valid_score):
+                    break
         return rounds.finish(trees)
 
     def _ndcg(self, gains, offsets, scores):
@@ -579,9 +586,12 @@ def _ndcg_per_query(gains, offsets, scores, k):
 
 
 class _Rounds:
-    """A fit's learning curves and early stopping, shared by the local and the distributed boosting loops.
+    """A fit's learning curves, early stopping and Ctrl-C, shared by the local and the distributed boosting loops.
 
     ``recording`` says whether the loop must compute the round's NDCG (with a validation set, or ``verbose``).
+    Used as a context manager around the loop, it turns a first Ctrl-C (SIGINT, in the main thread, when Python's
+    own handler is in place, as in a terminal or a notebook) into the end of training after the round under way:
+    the rounds done are kept, with a warning. A second Ctrl-C raises ``KeyboardInterrupt`` at once.
     """
 
     def __init__(self, estimator, has_valid):
@@ -591,6 +601,24 @@ class _Rounds:
         self.train_score, self.valid_score = [], []
         self.best_score, self.best_iter = -np.inf, 0
         self.start_time = time.perf_counter()
+        self.interrupted = False
+        self._previous_handler = None
+
+    def __enter__(self):
+        if (threading.current_thread() is threading.main_thread()
+                and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
+            self._previous_handler = signal.signal(signal.SIGINT, self._interrupt)
+        return self
+
+    def __exit__(self, *exc_info):
+        if self._previous_handler is not None:
+            signal.signal(signal.SIGINT, self._previous_handler)
+            self._previous_handler = None
+
+    def _interrupt(self, signum, frame):
+        if self.interrupted:  # the second Ctrl-C: the user wants out now
+            raise KeyboardInterrupt
+        self.interrupted = True
 
     def end_round(self, it, train_score, valid_score):
         """Record round ``it``'s NDCG (None when not computed); True when training should stop."""
@@ -606,6 +634,10 @@ class _Rounds:
         if self.stopping and it - self.best_iter >= est.n_iter_no_change:
             if est.verbose:
                 print(f"early stopping: best round {self.best_iter + 1}, NDCG@{est.eval_at} {self.best_score:.5f}")
+            return True
+        if self.interrupted:
+            warnings.warn(f"fit interrupted (Ctrl-C) after round {it + 1} of {est.n_estimators}: the model keeps the "
+                          f"rounds done. Press Ctrl-C twice to abandon a fit instead.", UserWarning, stacklevel=2)
             return True
         return False
 

@@ -212,6 +212,7 @@ class _Shard:
                 gains=label_gains(v["y"], p["gain"], "eval_set y"),
                 offsets=group_queries(v["query"], n_valid).offsets, scores=np.zeros(n_valid)))
         # One set of row buffers and one histogram for every round: fresh ones per node cost page faults.
+        self.all_rows = all_rows
         self.rows = RowShard(self.codes, self.n_bins, self.layout, self.grad, self.hess, all_rows, local_totals=True,
                              reuse_histogram=True)
         del self.X  # the codes are all a round needs
@@ -228,11 +229,12 @@ class _Shard:
         self.draws.set_state(rng_state)
         if position_bias is not None:
             self.objective.position_bias = position_bias
-        if tree_queries is None:
+        if tree_queries is None:  # every query: the rows are all rows, in order
             local = np.arange(self.query_ids.shape[0], dtype=np.int64)
+            tree_rows = self.all_rows
         else:
             local = np.flatnonzero(np.isin(self.query_ids, tree_queries)).astype(np.int64)
-        tree_rows = _query_rows(self.offsets, local)
+            tree_rows = _query_rows(self.offsets, local)
         with parallel_region(self.threads):
             self.objective.gradients(self.scores, local, self.grad, self.hess)
             self.rows.reset(tree_rows)

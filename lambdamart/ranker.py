@@ -146,6 +146,12 @@ class LambdaMARTRanker(BaseEstimator):
     random_state : int, RandomState or None, default=None
         Seeds binning subsamples, ``subsample``, ``max_features``, the validation split, RankNet's sampled
         partners (``pairs_per_document``) and ListMLE's tie-breaks.
+    warm_start : bool, default=False
+        When True, a second ``fit`` on the same data with a larger ``n_estimators`` adds rounds to the fitted
+        ensemble instead of starting again (scikit-learn's meaning): the bin thresholds, the validation split, the
+        random state, the early-stopping record and what the objective learned (position biases) carry over, and
+        the result is bit-identical to one fit of the larger ``n_estimators``. It needs the training state of a
+        fit in this process (or an unpickled one), not a model loaded with :func:`~lambdamart.load_model`.
     verbose : int, default=0
         Print progress every ``verbose`` rounds (0: silent).
     importance_type : {"gain", "split"}, default="gain"
@@ -218,6 +224,7 @@ class LambdaMARTRanker(BaseEstimator):
         "eval_at": [Interval(Integral, 1, None, closed="left")],
         "n_jobs": [Integral, None],
         "random_state": ["random_state"],
+        "warm_start": ["boolean"],
         "verbose": [Interval(Integral, 0, None, closed="left")],
         "importance_type": [StrOptions({"gain", "split"})],
     }
@@ -228,7 +235,7 @@ class LambdaMARTRanker(BaseEstimator):
                  pairs_per_document=None, position_bias_norm=0.5, pair_normalization=True,
                  query_normalization=True, subsample=1.0, max_features=1.0, early_stopping="auto",
                  validation_fraction=0.1, n_iter_no_change=10, tol=1e-7, eval_at=10, n_jobs=None,
-                 random_state=None, verbose=0, importance_type="gain"):
+                 random_state=None, warm_start=False, verbose=0, importance_type="gain"):
         self.objective = objective
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
@@ -255,6 +262,7 @@ class LambdaMARTRanker(BaseEstimator):
         self.eval_at = eval_at
         self.n_jobs = n_jobs
         self.random_state = random_state
+        self.warm_start = warm_start
         self.verbose = verbose
         self.importance_type = importance_type
 
@@ -311,6 +319,9 @@ class LambdaMARTRanker(BaseEstimator):
         self
         """
         validate_params(self)
+        resume = self._warm_start_state()
+        if resume is not None and len(resume["trees"]) == self.n_estimators:
+            return self  # every round asked for is there (scikit-learn's warm_start does the same)
         for name in ("position_bias_", "fit_profile_"):  # nothing learned by an earlier fit may survive this one
             self.__dict__.pop(name, None)
         profile = dict.fromkeys(FIT_STAGES, 0.0)
@@ -318,7 +329,12 @@ class LambdaMARTRanker(BaseEstimator):
         threads = n_threads(self.n_jobs)
         X, y, groups, sample_weight = self._check_fit_data(X, y, qid, group, sample_weight)
         position = check_position(position, X.shape[0])
-        rng = check_random_state(self.random_state)
+        if resume is None:
+            rng = check_random_state(self.random_state)
+        else:  # the draws of the first fit again (validation split), then its state after its last round
+            rng = np.random.RandomState()
+            rng.set_state(resume["start_rng"])
+        start_rng = rng.get_state()
         eval_items = check_eval_set(eval_set)
         train_rows, offsets, holdout = self._split_queries(groups, rng, self.early_stopping is True and not eval_items)
         eval_sets = [(X[rows], label_gains(y[rows], self.gain, "y"), offsets_v) for rows, offsets_v in holdout]
@@ -329,15 +345,30 @@ class LambdaMARTRanker(BaseEstimator):
         with parallel_region(1 if X.size < _SERIAL_FIT_CELLS else threads):
             objective = make_objective(self.objective, queries, self.get_params(deep=False), rng)
             with _timed(profile, "binning"):
-                thresholds, threshold_offsets = self._bin_thresholds(X, train_rows, rng)
+                if resume is None:
+                    thresholds, threshold_offsets = self._bin_thresholds(X, train_rows, rng)
+                else:
+                    if (X.shape[1], train_rows.shape[0]) != resume["data_shape"]:
+                        raise ValueError(f"warm_start adds rounds to a fit on the same data, which had "
+                                         f"{resume['data_shape'][1]} training rows of {resume['data_shape'][0]} "
+                                         f"features; got {train_rows.shape[0]} rows of {X.shape[1]}. Set "
+                                         f"warm_start=False to fit these data afresh.")
+                    thresholds, threshold_offsets = resume["thresholds"]
+                    objective.restore(resume["objective"])
+                    rng.set_state(resume["end_rng"])
                 n_bins = np.diff(threshold_offsets) + 1
                 codes = bin_features(X, train_rows, thresholds, threshold_offsets)
             with _timed(profile, "validation"):
                 valid = [_EvalQueries(bin_features(X_v, np.arange(X_v.shape[0]), thresholds, threshold_offsets),
                                       gains_v, offsets_v, np.zeros(X_v.shape[0]))
                          for X_v, gains_v, offsets_v in eval_sets]
-            grown = self._boost(codes, n_bins, queries, objective, valid, rng, profile)
+            grown, all_grown, record = self._boost(codes, n_bins, queries, objective, valid, rng, profile,
+                                                   resume)
         self._trees = concatenate_trees([make_tree(tree, thresholds, threshold_offsets) for tree in grown])
+        # What a warm start needs to go on exactly where this fit ended (every tree grown, early stopping or not).
+        self._boosting_state = dict(start_rng=start_rng, end_rng=rng.get_state(), trees=all_grown, record=record,
+                                    thresholds=(thresholds, threshold_offsets), objective=objective.state(),
+                                    data_shape=(X.shape[1], train_rows.shape[0]))
         for name, value in objective.fitted_attributes().items():
             setattr(self, name, value)
         profile["total"] = time.perf_counter() - fit_start
@@ -417,8 +448,26 @@ class LambdaMARTRanker(BaseEstimator):
                             min_samples_leaf=self.min_samples_leaf, min_sum_hessian=float(self.min_sum_hessian),
                             l2_regularization=float(self.l2_regularization), learning_rate=float(self.learning_rate))
 
-    def _boost(self, codes, n_bins, queries, objective, valid, rng, profile):
-        """The boosting rounds: the grown trees (cut back to the best round under early stopping)."""
+    def _warm_start_state(self):
+        """The training state to continue from, or None to start afresh."""
+        if not self.warm_start or not hasattr(self, "_trees"):
+            return None
+        state = self.__dict__.get("_boosting_state")
+        if state is None:
+            raise ValueError("warm_start continues a fit made in this process (or unpickled); this ranker was loaded "
+                             "from a model file, which keeps the trees but not the training state. Set "
+                             "warm_start=False to fit afresh.")
+        if self.n_estimators < len(state["trees"]):
+            raise ValueError(f"warm_start adds rounds: n_estimators={self.n_estimators} must be at least the "
+                             f"{len(state['trees'])} rounds already fitted (set warm_start=False to fit afresh).")
+        return state
+
+    def _boost(self, codes, n_bins, queries, objective, valid, rng, profile, resume=None):
+        """The boosting rounds, after an earlier fit's with ``resume``.
+
+        Returns the trees kept (cut back to the best round under early stopping), every tree grown and the rounds'
+        record.
+        """
         n_features, n_rows = codes.shape
         offsets = queries.offsets
         n_queries = queries.n_queries
@@ -438,8 +487,14 @@ class LambdaMARTRanker(BaseEstimator):
         workspace = make_workspace(n_rows, layout.total_bins, self.max_leaf_nodes)
 
         trees = []
-        with _Rounds(self, has_valid=bool(valid)) as rounds:
-            for it in range(self.n_estimators):
+        if resume is not None:  # the scores the earlier rounds left, rebuilt with the same additions in order
+            trees = list(resume["trees"])
+            for tree in trees:
+                add_tree_binned(codes, n_bins, tree, all_rows, scores)
+                for v in valid:
+                    add_tree_binned(v.codes, n_bins, tree, np.arange(v.scores.shape[0]), v.scores)
+        with _Rounds(self, has_valid=bool(valid), record=None if resume is None else resume["record"]) as rounds:
+            for it in range(len(trees), self.n_estimators):
                 if n_tree_queries < n_queries:
                     tree_queries = np.sort(rng.choice(n_queries, n_tree_queries, replace=False))
                     rows = _query_rows(offsets, tree_queries)
@@ -469,7 +524,7 @@ class LambdaMARTRanker(BaseEstimator):
                             valid_score = self._ndcg(valid[0].gains, valid[0].offsets, valid[0].scores)
                 if rounds.end_round(it, train_score, valid_score):
                     break
-        return rounds.finish(trees)
+        return rounds.finish(trees), trees, rounds.record()
 
     def _ndcg(self, gains, offsets, scores):
         """NDCG@eval_at of scores laid out by ``offsets`` (queries without relevant documents count 1)."""
@@ -594,12 +649,15 @@ class _Rounds:
     the rounds done are kept, with a warning. A second Ctrl-C raises ``KeyboardInterrupt`` at once.
     """
 
-    def __init__(self, estimator, has_valid):
+    def __init__(self, estimator, has_valid, record=None):
         self.estimator, self.has_valid = estimator, has_valid
         self.stopping = has_valid and estimator.early_stopping is not False
         self.recording = has_valid or estimator.verbose > 0
         self.train_score, self.valid_score = [], []
         self.best_score, self.best_iter = -np.inf, 0
+        if record is not None:  # an earlier fit's rounds, continued (warm_start)
+            self.train_score, self.valid_score = list(record["train_score"]), list(record["valid_score"])
+            self.best_score, self.best_iter = record["best_score"], record["best_iter"]
         self.start_time = time.perf_counter()
         self.interrupted = False
         self._previous_handler = None
@@ -640,6 +698,11 @@ class _Rounds:
                           f"rounds done. Press Ctrl-C twice to abandon a fit instead.", UserWarning, stacklevel=2)
             return True
         return False
+
+    def record(self):
+        """The learning curves and early-stopping state, for a fit that continues these rounds."""
+        return dict(train_score=list(self.train_score), valid_score=list(self.valid_score),
+                    best_score=self.best_score, best_iter=self.best_iter)
 
     def finish(self, trees):
         """Set the estimator's round attributes; return the trees it keeps (up to the best round when stopping)."""

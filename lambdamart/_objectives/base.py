@@ -84,6 +84,13 @@ class Objective:
         """Estimator attributes this objective learned during the fit (name to value), e.g. ``position_bias_``."""
         return {}
 
+    def state(self):
+        """What this objective learned that a continued fit needs (name to array), copied; see :meth:`restore`."""
+        return {}
+
+    def restore(self, state):
+        """Take up the learned ``state`` of an earlier fit on the same queries (``warm_start``)."""
+
 
 def _subclasses(cls=Objective):
     for sub in cls.__subclasses__():

@@ -299,6 +299,13 @@ class LambdaRank(Objective):
     def fitted_attributes(self):
         return {"position_bias_": self.position_bias} if self._debias else {}
 
+    def state(self):
+        return {"position_bias": self.position_bias.copy()} if self._debias else {}
+
+    def restore(self, state):
+        if self._debias:
+            self.position_bias = state["position_bias"].copy()
+
 
 class LambdaRankMAP(LambdaRank):
     """LambdaMART for average precision: pairs of a relevant and a non-relevant document weighted by |ΔAP|.

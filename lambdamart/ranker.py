@@ -454,9 +454,9 @@ class LambdaMARTRanker(BaseEstimator):
             return None
         state = self.__dict__.get("_boosting_state")
         if state is None:
-            raise ValueError("warm_start continues a fit made in this process (or unpickled); this ranker was loaded "
-                             "from a model file, which keeps the trees but not the training state. Set "
-                             "warm_start=False to fit afresh.")
+            raise ValueError("warm_start continues a fit made by this ranker (or an unpickled one); this ranker has "
+                             "trees but no training state (it was loaded from a model file, or comes from a Dask "
+                             "fit). Set warm_start=False to fit afresh.")
         if self.n_estimators < len(state["trees"]):
             raise ValueError(f"warm_start adds rounds: n_estimators={self.n_estimators} must be at least the "
                              f"{len(state['trees'])} rounds already fitted (set warm_start=False to fit afresh).")

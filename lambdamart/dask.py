@@ -93,12 +93,14 @@ def _gather_shard(pieces):
     row = np.concatenate(parts["row"])
     order = np.lexsort((row, query))
     in_order = bool(np.all(order[1:] > order[:-1]))  # input already by query: no reordering copy
-    return {key: None if not values else values[0] if len(values) == 1 and in_order
-            else np.concatenate(values) if in_order else np.concatenate(values)[order]
-            for key, values in parts.items()}
 
+    def join(values):
+        if not values:
+            return None
+        joined = values[0] if len(values) == 1 else np.concatenate(values)
+        return joined if in_order else joined[order]
 
-
+    return {key: join(values) for key, values in parts.items()}
 
 
 class _Shard:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 
 def write_atomically(path, text, encoding="utf-8"):
-    """Replace ``path`` by a file holding ``text``, all at once.
+    """Replace ``path`` by a file holding ``text`` (str, or bytes written as they are), all at once.
 
     The text goes to a temporary file beside the target (same directory, so the rename cannot cross file
     systems), is flushed and fsynced, and the temporary file is renamed over the target; the directory is then
@@ -16,14 +16,17 @@ def write_atomically(path, text, encoding="utf-8"):
     Parameters
     ----------
     path : str or os.PathLike
-    text : str
+    text : str or bytes
     encoding : str, default="utf-8"
+        The encoding of a str ``text``.
     """
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
     try:
         # "x": never follow or clobber an existing file; created with the process's umask, like a plain open().
-        with open(tmp, "x", encoding=encoding, newline="") as f:
+        binary = isinstance(text, bytes)
+        with open(tmp, "xb" if binary else "x", encoding=None if binary else encoding,
+                  newline=None if binary else "") as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())

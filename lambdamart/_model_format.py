@@ -106,6 +106,8 @@ def _encode_floats(a):
 def encode_param(name, value):
     if value is None or isinstance(value, (bool, str)):
         return value
+    if isinstance(value, os.PathLike):  # checkpoint_dir
+        return os.fspath(value)
     if isinstance(value, np.bool_):
         return bool(value)
     if isinstance(value, numbers.Integral):

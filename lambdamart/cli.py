@@ -133,6 +133,17 @@ def build_parser():
     cluster.add_argument("--dask-workers", type=int, metavar="N",
                          help="train on a Dask cluster of N worker processes started on this machine")
     train.add_argument("--model", required=True, metavar="OUT", help="where to write the model (JSON)")
+    train.add_argument("--init-model", metavar="MODEL",
+                       help="a model file to continue boosting from: its trees give the starting scores and stay "
+                            "first in the new model (LightGBM's init_model)")
+    train.add_argument("--checkpoint-dir", metavar="DIR",
+                       help="save the training state in DIR every --checkpoint-every rounds, so that --resume can "
+                            "continue after a crash")
+    train.add_argument("--checkpoint-every", type=int, default=10, metavar="N",
+                       help="rounds between checkpoints (default 10)")
+    train.add_argument("--resume", action="store_true",
+                       help="continue from the newest checkpoint in --checkpoint-dir (same data and parameters); "
+                            "the model is the one an uninterrupted run writes. Without a checkpoint, start afresh")
     train.add_argument("--param", action="extend", nargs="+", default=[], metavar="KEY=VALUE",
                        help="a LambdaMARTRanker parameter, e.g. --param learning_rate=0.05 max_leaf_nodes=63 "
                             "(values are Python literals: 0.05, 63, None, true, [0,1,3,7,15]; anything else is a "
@@ -433,6 +444,13 @@ def run_train(args):
             raise usage_error(str(error)) from None
     params.setdefault("verbose", 10)
     _check_writable(args.model, "--model")
+    if args.resume and args.checkpoint_dir is None:
+        raise usage_error("--resume continues from the checkpoints in --checkpoint-dir DIR; give that option too.")
+    if args.checkpoint_every < 1:
+        raise usage_error("--checkpoint-every must be at least 1.")
+    if args.checkpoint_dir is not None:
+        params.update(checkpoint_dir=args.checkpoint_dir, checkpoint_every=args.checkpoint_every,
+                      warm_start=args.resume)
     if args.scheduler is not None or args.dask_workers is not None:
         return _train_on_cluster(args, params)
     for option, paths in (("--train", args.train), ("--valid", args.valid or [])):
@@ -456,9 +474,10 @@ def run_train(args):
 
     (_, X, y, qid), eval_set = sets[0], [s[1:] for s in sets[1:]]
     ranker = LambdaMARTRanker(**params)
+    init_model = _load_model(args.init_model, "--init-model") if args.init_model is not None else None
     start = time.perf_counter()
     try:
-        ranker.fit(X, y, qid, eval_set=eval_set or None)
+        ranker.fit(X, y, qid, eval_set=eval_set or None, init_model=init_model)
     except (ValueError, TypeError) as error:  # labels the gain cannot use, too few queries to hold out, ...
         raise CommandError(f"cannot train on {args.train}: {error}") from None
     return _save_and_summarise(ranker, args.model, time.perf_counter() - start)
@@ -698,15 +717,15 @@ def _check_writable(path, option):
         raise CommandError(f"{option}: the folder {folder} is not writable.")
 
 
-def _load_model(path):
+def _load_model(path, option="--model"):
     from .model_io import load_model
 
     try:
         return load_model(path)
     except ValueError as error:
-        raise CommandError(f"--model: {error}") from None
+        raise CommandError(f"{option}: {error}") from None
     except OSError as error:
-        raise CommandError(f"--model: cannot read {path}: {error.strerror or error}") from None
+        raise CommandError(f"{option}: cannot read {path}: {error.strerror or error}") from None
 
 
 def _read_letor(path, option):

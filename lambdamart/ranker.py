@@ -23,12 +23,13 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from . import _model_format
+from ._checkpoint import Checkpoints, TrainingState, check_compatible, fingerprint, read_latest
 from ._compat import Interval, StrOptions, check_sample_weight, validate_params
 from ._engine.binning import MAX_BINS, bin_features, find_thresholds
 from ._engine.grower import GrowthParams, add_leaf_values, grow_tree, make_workspace
 from ._engine.histogram import make_layout
 from ._engine.predict import add_tree_binned, predict_parallel, predict_serial
-from ._engine.tree import concatenate_trees, make_tree
+from ._engine.tree import concatenate_trees, make_tree, split_trees
 from ._gains import label_gains
 from ._metric_kernels import NDCG, per_query
 from ._objectives import OBJECTIVES, TrainingQueries, make_objective
@@ -150,8 +151,19 @@ class LambdaMARTRanker(BaseEstimator):
         When True, a second ``fit`` on the same data with a larger ``n_estimators`` adds rounds to the fitted
         ensemble instead of starting again (scikit-learn's meaning): the bin thresholds, the validation split, the
         random state, the early-stopping record and what the objective learned (position biases) carry over, and
-        the result is bit-identical to one fit of the larger ``n_estimators``. It needs the training state of a
-        fit in this process (or an unpickled one), not a model loaded with :func:`~lambdamart.load_model`.
+        the result is bit-identical to one fit of the larger ``n_estimators``. A fit that early stopping ended
+        stays as it is, as one longer fit would have stopped there too. The training state comes from the last
+        fit of this ranker (or an unpickled one; not a model loaded with :func:`~lambdamart.load_model`), else
+        from the newest checkpoint in ``checkpoint_dir``: after a crash, the same fit with ``warm_start=True``
+        continues from there and ends with the model an uninterrupted fit makes.
+    checkpoint_dir : str, os.PathLike or None, default=None
+        A directory where ``fit`` saves its training state every ``checkpoint_every`` rounds and at its end, as
+        files ``round-NNNNNN.npz`` (the newest two are kept; written atomically, read without pickle). A fit that
+        starts afresh (not continuing one, see ``warm_start``) first deletes the directory's checkpoint files. A
+        continued fit must use the same data and parameters (``n_estimators``, ``verbose``, ``n_jobs`` and
+        these three may change); anything else is refused with a message.
+    checkpoint_every : int, default=10
+        Rounds between checkpoints.
     verbose : int, default=0
         Print progress every ``verbose`` rounds (0: silent).
     importance_type : {"gain", "split"}, default="gain"
@@ -225,6 +237,8 @@ class LambdaMARTRanker(BaseEstimator):
         "n_jobs": [Integral, None],
         "random_state": ["random_state"],
         "warm_start": ["boolean"],
+        "checkpoint_dir": [str, os.PathLike, None],
+        "checkpoint_every": [Interval(Integral, 1, None, closed="left")],
         "verbose": [Interval(Integral, 0, None, closed="left")],
         "importance_type": [StrOptions({"gain", "split"})],
     }
@@ -235,7 +249,8 @@ class LambdaMARTRanker(BaseEstimator):
                  pairs_per_document=None, position_bias_norm=0.5, pair_normalization=True,
                  query_normalization=True, subsample=1.0, max_features=1.0, early_stopping="auto",
                  validation_fraction=0.1, n_iter_no_change=10, tol=1e-7, eval_at=10, n_jobs=None,
-                 random_state=None, warm_start=False, verbose=0, importance_type="gain"):
+                 random_state=None, warm_start=False, checkpoint_dir=None, checkpoint_every=10, verbose=0,
+                 importance_type="gain"):
         self.objective = objective
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
@@ -263,6 +278,8 @@ class LambdaMARTRanker(BaseEstimator):
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.warm_start = warm_start
+        self.checkpoint_dir = checkpoint_dir
+        self.checkpoint_every = checkpoint_every
         self.verbose = verbose
         self.importance_type = importance_type
 
@@ -292,7 +309,8 @@ class LambdaMARTRanker(BaseEstimator):
 
     def fit(self, X: ArrayLike, y: ArrayLike, qid: ArrayLike | None = None, *, group: ArrayLike | None = None,
             sample_weight: ArrayLike | None = None, eval_set: list[tuple] | None = None,
-            position: ArrayLike | None = None) -> "LambdaMARTRanker":
+            position: ArrayLike | None = None,
+            init_model: "LambdaMARTRanker | str | os.PathLike | None" = None) -> "LambdaMARTRanker":
         """Fit the ranker.
 
         Parameters
@@ -313,15 +331,26 @@ class LambdaMARTRanker(BaseEstimator):
             Rank at which each row was displayed when its label (a click) was logged, 1 for the top. Turns on
             Unbiased LambdaMART (``"lambdarank"`` and ``"lambdarank_map"``): position biases for clicked and
             unclicked documents are learned alongside the trees (``position_bias_``) and divide each pair's λ.
+        init_model : LambdaMARTRanker, str or os.PathLike, default=None
+            A fitted ranker, or a model file written by :meth:`save_model`, to continue boosting from (LightGBM's
+            ``init_model``, XGBoost's ``xgb_model``): its predictions are the starting scores of ``X`` and of the
+            eval sets, the fit adds up to ``n_estimators`` rounds, and the model holds its trees followed by the
+            new ones (``n_estimators_`` counts both; ``n_iter_``, ``best_iteration_`` and the scores count this
+            fit's rounds). Only its trees carry over, not its bin thresholds or position biases, so ``X`` may be
+            new data with the same features.
 
         Returns
         -------
         self
         """
         validate_params(self)
-        resume = self._warm_start_state()
-        if resume is not None and len(resume["trees"]) == self.n_estimators:
-            return self  # every round asked for is there (scikit-learn's warm_start does the same)
+        state = self._state_to_continue()
+        init = _initial_model(init_model, state)
+        if state is not None and (len(state.trees) == self.n_estimators or state.record["stopped"]):
+            # Every round asked for is there, or early stopping ended the fit continued (so would one longer fit).
+            if state is not self.__dict__.get("_boosting_state"):  # from a checkpoint
+                self._set_fitted(state)
+            return self
         for name in ("position_bias_", "fit_profile_"):  # nothing learned by an earlier fit may survive this one
             self.__dict__.pop(name, None)
         profile = dict.fromkeys(FIT_STAGES, 0.0)
@@ -329,11 +358,13 @@ class LambdaMARTRanker(BaseEstimator):
         threads = n_threads(self.n_jobs)
         X, y, groups, sample_weight = self._check_fit_data(X, y, qid, group, sample_weight)
         position = check_position(position, X.shape[0])
-        if resume is None:
+        if init is not None:
+            _check_same_features(init, self, "init_model")
+        if state is None:
             rng = check_random_state(self.random_state)
         else:  # the draws of the first fit again (validation split), then its state after its last round
             rng = np.random.RandomState()
-            rng.set_state(resume["start_rng"])
+            rng.set_state(state.start_rng)
         start_rng = rng.get_state()
         eval_items = check_eval_set(eval_set)
         train_rows, offsets, holdout = self._split_queries(groups, rng, self.early_stopping is True and not eval_items)
@@ -345,32 +376,51 @@ class LambdaMARTRanker(BaseEstimator):
         with parallel_region(1 if X.size < _SERIAL_FIT_CELLS else threads):
             objective = make_objective(self.objective, queries, self.get_params(deep=False), rng)
             with _timed(profile, "binning"):
-                if resume is None:
+                if state is None:
                     thresholds, threshold_offsets = self._bin_thresholds(X, train_rows, rng)
                 else:
-                    if (X.shape[1], train_rows.shape[0]) != resume["data_shape"]:
-                        raise ValueError(f"warm_start adds rounds to a fit on the same data, which had "
-                                         f"{resume['data_shape'][1]} training rows of {resume['data_shape'][0]} "
-                                         f"features; got {train_rows.shape[0]} rows of {X.shape[1]}. Set "
-                                         f"warm_start=False to fit these data afresh.")
-                    thresholds, threshold_offsets = resume["thresholds"]
-                    objective.restore(resume["objective"])
-                    rng.set_state(resume["end_rng"])
+                    self._check_same_shape(state, X.shape[1], train_rows.shape[0])
+                    thresholds, threshold_offsets = state.thresholds, state.threshold_offsets
+                    objective.restore(state.objective)
+                    rng.set_state(state.end_rng)
                 n_bins = np.diff(threshold_offsets) + 1
                 codes = bin_features(X, train_rows, thresholds, threshold_offsets)
             with _timed(profile, "validation"):
                 valid = [_EvalQueries(bin_features(X_v, np.arange(X_v.shape[0]), thresholds, threshold_offsets),
                                       gains_v, offsets_v, np.zeros(X_v.shape[0]))
                          for X_v, gains_v, offsets_v in eval_sets]
-            grown, all_grown, record = self._boost(codes, n_bins, queries, objective, valid, rng, profile,
-                                                   resume)
-        self._trees = concatenate_trees([make_tree(tree, thresholds, threshold_offsets) for tree in grown])
-        # What a warm start needs to go on exactly where this fit ended (every tree grown, early stopping or not).
-        self._boosting_state = dict(start_rng=start_rng, end_rng=rng.get_state(), trees=all_grown, record=record,
-                                    thresholds=(thresholds, threshold_offsets), objective=objective.state(),
-                                    data_shape=(X.shape[1], train_rows.shape[0]))
-        for name, value in objective.fitted_attributes().items():
-            setattr(self, name, value)
+            digest = ""
+            if self.checkpoint_dir is not None or (state is not None and state.fingerprint):
+                digest = fingerprint(codes, queries.gains, offsets, queries.sample_weight, queries.position,
+                                     *[a for v in valid for a in (v.codes, v.gains, v.offsets)])
+                if state is not None and state.fingerprint not in ("", digest):
+                    raise ValueError("the data differ from those of the fit being continued (its checkpoint "
+                                     "holds a digest of the binned training and validation data); continue on the "
+                                     "same data, or set warm_start=False to fit these afresh.")
+            init_trees = state.init_trees if state is not None else init._trees if init is not None else None
+            scores = np.zeros(train_rows.shape[0])
+            if init_trees is not None:  # init_model's predictions are the starting scores
+                scores = _predict_trees(init_trees, X, self.n_jobs)[train_rows]
+                for v, (X_v, _, _) in zip(valid, eval_sets):
+                    v.scores = _predict_trees(init_trees, X_v, self.n_jobs)
+            trees = list(state.trees) if state is not None else []
+
+            def snapshot(record):
+                """The state after the rounds grown so far, for checkpoints and warm_start."""
+                return TrainingState(start_rng=start_rng, end_rng=rng.get_state(), trees=list(trees), record=record,
+                                     thresholds=thresholds, threshold_offsets=threshold_offsets,
+                                     objective=objective.state(), n_features=X.shape[1],
+                                     n_rows=train_rows.shape[0], init_trees=init_trees, fingerprint=digest,
+                                     feature_names=getattr(self, "feature_names_in_", None))
+
+            checkpoints = None
+            if self.checkpoint_dir is not None:
+                checkpoints = Checkpoints(self.checkpoint_dir, self.checkpoint_every, self.get_params(deep=False),
+                                          fresh=state is None)
+            rounds = _Rounds(self, has_valid=bool(valid), record=None if state is None else state.record,
+                             checkpoints=checkpoints, snapshot=snapshot)
+            self._boost(codes, n_bins, queries, objective, valid, rng, profile, scores, trees, rounds)
+        self._set_fitted(snapshot(rounds.record()))
         profile["total"] = time.perf_counter() - fit_start
         self.fit_profile_ = profile
         if self.verbose:
@@ -448,25 +498,59 @@ class LambdaMARTRanker(BaseEstimator):
                             min_samples_leaf=self.min_samples_leaf, min_sum_hessian=float(self.min_sum_hessian),
                             l2_regularization=float(self.l2_regularization), learning_rate=float(self.learning_rate))
 
-    def _warm_start_state(self):
-        """The training state to continue from, or None to start afresh."""
-        if not self.warm_start or not hasattr(self, "_trees"):
+    def _state_to_continue(self):
+        """With ``warm_start``, the training state to continue (this ranker's, else the newest checkpoint's)."""
+        if not self.warm_start:
             return None
-        state = self.__dict__.get("_boosting_state")
-        if state is None:
-            raise ValueError("warm_start continues a fit made by this ranker (or an unpickled one); this ranker has "
-                             "trees but no training state (it was loaded from a model file, or comes from a Dask "
-                             "fit). Set warm_start=False to fit afresh.")
-        if self.n_estimators < len(state["trees"]):
+        state = None
+        if hasattr(self, "_trees"):
+            state = self.__dict__.get("_boosting_state")
+            if state is None and self.checkpoint_dir is None:
+                raise ValueError("warm_start continues a fit made by this ranker (or an unpickled one, or one "
+                                 "saved in checkpoint_dir); this ranker has trees but no training state (it was "
+                                 "loaded from a model file, or comes from a Dask fit). Set warm_start=False to fit "
+                                 "afresh.")
+        if state is None and self.checkpoint_dir is not None:
+            checkpoint = read_latest(self.checkpoint_dir)
+            if checkpoint is not None:
+                check_compatible(checkpoint, self.get_params(deep=False))
+                state = checkpoint.state
+                if self.verbose:
+                    print(f"continuing from {checkpoint.path} after round {len(state.trees)}", flush=True)
+        if state is not None and self.n_estimators < len(state.trees):
             raise ValueError(f"warm_start adds rounds: n_estimators={self.n_estimators} must be at least the "
-                             f"{len(state['trees'])} rounds already fitted (set warm_start=False to fit afresh).")
+                             f"{len(state.trees)} rounds already fitted (set warm_start=False to fit afresh).")
         return state
 
-    def _boost(self, codes, n_bins, queries, objective, valid, rng, profile, resume=None):
-        """The boosting rounds, after an earlier fit's with ``resume``.
+    @staticmethod
+    def _check_same_shape(state, n_features, n_rows):
+        if (n_features, n_rows) != (state.n_features, state.n_rows):
+            raise ValueError(f"warm_start adds rounds to a fit on the same data, which had {state.n_rows} training "
+                             f"rows of {state.n_features} features; got {n_rows} rows of {n_features}. Set "
+                             f"warm_start=False to fit these data afresh.")
 
-        Returns the trees kept (cut back to the best round under early stopping), every tree grown and the rounds'
-        record.
+    def _set_fitted(self, state):
+        """The fitted attributes of the model ``state`` holds (its trees up to the best round under early stopping)."""
+        rounds = _Rounds(self, has_valid=bool(state.record["valid_score"]), record=state.record)
+        trees = [make_tree(t, state.thresholds, state.threshold_offsets) for t in rounds.finish(state.trees)]
+        if state.init_trees is not None:
+            trees = split_trees(state.init_trees) + trees
+        self._trees = concatenate_trees(trees)
+        self.n_estimators_ = len(trees)
+        self.n_features_in_ = state.n_features
+        if state.feature_names is not None:
+            self.feature_names_in_ = np.asarray(state.feature_names, dtype=object)
+        else:
+            self.__dict__.pop("feature_names_in_", None)
+        for name, value in state.objective.items():
+            setattr(self, f"{name}_", value)
+        self._boosting_state = state
+
+    def _boost(self, codes, n_bins, queries, objective, valid, rng, profile, scores, trees, rounds):
+        """The boosting rounds from the training ``scores``, continuing ``trees`` (appended to) and ``rounds``.
+
+        Earlier rounds' trees in ``trees`` (a continued fit) are added to the scores first, in order, as those
+        rounds added them.
         """
         n_features, n_rows = codes.shape
         offsets = queries.offsets
@@ -475,7 +559,6 @@ class LambdaMARTRanker(BaseEstimator):
             # One histogram block per thread of the fit (see lambdamart._engine.histogram).
             layout = make_layout(codes, n_bins, numba.get_num_threads())
 
-        scores = np.zeros(n_rows)
         grad = np.zeros(n_rows)
         hess = np.zeros(n_rows)
         all_queries = np.arange(n_queries, dtype=np.int64)
@@ -486,14 +569,11 @@ class LambdaMARTRanker(BaseEstimator):
         params = self._growth_params()
         workspace = make_workspace(n_rows, layout.total_bins, self.max_leaf_nodes)
 
-        trees = []
-        if resume is not None:  # the scores the earlier rounds left, rebuilt with the same additions in order
-            trees = list(resume["trees"])
-            for tree in trees:
-                add_tree_binned(codes, n_bins, tree, all_rows, scores)
-                for v in valid:
-                    add_tree_binned(v.codes, n_bins, tree, np.arange(v.scores.shape[0]), v.scores)
-        with _Rounds(self, has_valid=bool(valid), record=None if resume is None else resume["record"]) as rounds:
+        for tree in trees:  # the scores the earlier rounds left, rebuilt with the same additions in order
+            add_tree_binned(codes, n_bins, tree, all_rows, scores)
+            for v in valid:
+                add_tree_binned(v.codes, n_bins, tree, np.arange(v.scores.shape[0]), v.scores)
+        with rounds:
             for it in range(len(trees), self.n_estimators):
                 if n_tree_queries < n_queries:
                     tree_queries = np.sort(rng.choice(n_queries, n_tree_queries, replace=False))
@@ -524,7 +604,6 @@ class LambdaMARTRanker(BaseEstimator):
                             valid_score = self._ndcg(valid[0].gains, valid[0].offsets, valid[0].scores)
                 if rounds.end_round(it, train_score, valid_score):
                     break
-        return rounds.finish(trees), trees, rounds.record()
 
     def _ndcg(self, gains, offsets, scores):
         """NDCG@eval_at of scores laid out by ``offsets`` (queries without relevant documents count 1)."""
@@ -555,14 +634,7 @@ class LambdaMARTRanker(BaseEstimator):
         ndarray of float64, shape (n_samples,)
         """
         check_is_fitted(self, "_trees")
-        X = check_X(self, X, reset=False, ensure_min_samples=0)
-        t = self._trees
-        args = (X, t["feature"], t["threshold"], t["missing_left"], t["left"], t["right"], t["value"],
-                t["tree_starts"])
-        if X.shape[0] * max(t["tree_starts"].shape[0], 1) <= _SERIAL_PREDICT_WORK:
-            return predict_serial(*args)
-        with parallel_region(self.n_jobs):
-            return predict_parallel(*args)
+        return _predict_trees(self._trees, check_X(self, X, reset=False, ensure_min_samples=0), self.n_jobs)
 
     def score(self, X: ArrayLike, y: ArrayLike, qid: ArrayLike | None = None,
               sample_weight: ArrayLike | None = None) -> float:
@@ -634,6 +706,45 @@ class LambdaMARTRanker(BaseEstimator):
 
 
 
+def _predict_trees(trees, X, n_jobs):
+    """The scores of the flat ensemble ``trees`` for the rows of a checked ``X``."""
+    args = (X, trees["feature"], trees["threshold"], trees["missing_left"], trees["left"], trees["right"],
+            trees["value"], trees["tree_starts"])
+    if X.shape[0] * max(trees["tree_starts"].shape[0], 1) <= _SERIAL_PREDICT_WORK:
+        return predict_serial(*args)
+    with parallel_region(n_jobs):
+        return predict_parallel(*args)
+
+
+def _initial_model(init_model, state):
+    """The fitted ranker of ``fit(init_model=...)`` (loaded from its file), checked against a continued ``state``."""
+    if init_model is None:
+        return None
+    if isinstance(init_model, (str, os.PathLike)):
+        init_model = _model_format.read_model(init_model, LambdaMARTRanker)
+    elif not isinstance(init_model, LambdaMARTRanker):
+        raise TypeError(f"init_model must be a fitted LambdaMARTRanker or the path of a model file written by "
+                        f"save_model, got {type(init_model).__name__}.")
+    check_is_fitted(init_model, "_trees")
+    if state is not None and (state.init_trees is None or any(
+            not np.array_equal(state.init_trees[name], init_model._trees[name], equal_nan=True)
+            for name in state.init_trees)):
+        raise ValueError("warm_start continues a fit that did not start from this init_model; pass the init_model "
+                         "that fit started from (or none), or set warm_start=False to fit afresh.")
+    return init_model
+
+
+def _check_same_features(model, estimator, what):
+    """Raise if ``model`` was fitted on other features than the data ``estimator`` just checked."""
+    if model.n_features_in_ != estimator.n_features_in_:
+        raise ValueError(f"{what} was fitted on {model.n_features_in_} features, but X has "
+                         f"{estimator.n_features_in_}.")
+    theirs, mine = getattr(model, "feature_names_in_", None), getattr(estimator, "feature_names_in_", None)
+    if theirs is not None and mine is not None and not np.array_equal(theirs, mine):
+        raise ValueError(f"{what} was fitted on features named {list(theirs)[:5]}..., which differ from X's "
+                         f"{list(mine)[:5]}...; give X the same columns in the same order.")
+
+
 def _ndcg_per_query(gains, offsets, scores, k):
     """NDCG@k of every query laid out by ``offsets``; a query without a relevant document counts 1 (as LightGBM)."""
     values = per_query(NDCG, gains, gains, scores, offsets, k, True)
@@ -649,8 +760,11 @@ class _Rounds:
     the rounds done are kept, with a warning. A second Ctrl-C raises ``KeyboardInterrupt`` at once.
     """
 
-    def __init__(self, estimator, has_valid, record=None):
+    def __init__(self, estimator, has_valid, record=None, checkpoints=None, snapshot=None):
         self.estimator, self.has_valid = estimator, has_valid
+        # ``snapshot(record)`` is the fit's TrainingState after the rounds so far, which ``checkpoints`` writes.
+        self.checkpoints, self.snapshot = checkpoints, snapshot
+        self.stopped = False
         self.stopping = has_valid and estimator.early_stopping is not False
         self.recording = has_valid or estimator.verbose > 0
         self.train_score, self.valid_score = [], []
@@ -658,6 +772,7 @@ class _Rounds:
         if record is not None:  # an earlier fit's rounds, continued (warm_start)
             self.train_score, self.valid_score = list(record["train_score"]), list(record["valid_score"])
             self.best_score, self.best_iter = record["best_score"], record["best_iter"]
+            self.stopped = record["stopped"]
         self.start_time = time.perf_counter()
         self.interrupted = False
         self._previous_handler = None
@@ -689,20 +804,23 @@ class _Rounds:
             est._print_progress(it, self.train_score, self.valid_score, self.start_time)
         if self.valid_score and self.valid_score[-1] > self.best_score + est.tol:
             self.best_score, self.best_iter = self.valid_score[-1], it
+        stop = False
         if self.stopping and it - self.best_iter >= est.n_iter_no_change:
             if est.verbose:
                 print(f"early stopping: best round {self.best_iter + 1}, NDCG@{est.eval_at} {self.best_score:.5f}")
-            return True
-        if self.interrupted:
+            self.stopped = stop = True
+        elif self.interrupted:
             warnings.warn(f"fit interrupted (Ctrl-C) after round {it + 1} of {est.n_estimators}: the model keeps the "
                           f"rounds done. Press Ctrl-C twice to abandon a fit instead.", UserWarning, stacklevel=2)
-            return True
-        return False
+            stop = True
+        if self.checkpoints is not None and (stop or it + 1 == est.n_estimators or self.checkpoints.due(it + 1)):
+            self.checkpoints.write(self.snapshot(self.record()))
+        return stop
 
     def record(self):
         """The learning curves and early-stopping state, for a fit that continues these rounds."""
         return dict(train_score=list(self.train_score), valid_score=list(self.valid_score),
-                    best_score=self.best_score, best_iter=self.best_iter)
+                    best_score=self.best_score, best_iter=self.best_iter, stopped=self.stopped)
 
     def finish(self, trees):
         """Set the estimator's round attributes; return the trees it keeps (up to the best round when stopping)."""

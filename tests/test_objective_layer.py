@@ -1,6 +1,6 @@
 """The objective layer's contract: one constructor, gradients for the queries asked for, learned state handed back.
 
-The estimator asks ``make_objective`` for an object and then only calls ``gradients`` and ``fitted_attributes``;
+The estimator asks ``make_objective`` for an object and then only calls ``gradients`` and ``state``;
 these tests hold every objective to that contract and show that a new objective plugs in without touching the
 estimator.
 """
@@ -56,7 +56,7 @@ def test_gradients_fill_only_the_queries_asked_for(name, weights):
     assert np.all(grad[others] == 7.0) and np.all(hess[others] == 7.0)
     assert np.all(np.isfinite(grad[mine])) and np.all(hess[mine] >= 0.0)
     assert np.any(grad[mine] != 7.0)
-    assert objective.fitted_attributes() == {}
+    assert objective.state() == {}
 
 
 @pytest.mark.parametrize("name", sorted(n for n, cls in OBJECTIVES.items() if not cls.supports_position))
@@ -75,7 +75,7 @@ def test_unbiased_objective_hands_back_its_position_biases():
     grad, hess = np.zeros_like(scores), np.zeros_like(scores)
     objective.gradients(np.random.default_rng(0).normal(size=scores.shape), np.arange(5, dtype=np.int64), grad,
                         hess)
-    bias = objective.fitted_attributes()["position_bias_"]
+    bias = objective.state()["position_bias"]
     assert bias.shape == (2, queries.position.max())
     assert np.all(bias[:, 0] == 1.0) and np.any(bias != 1.0)
 

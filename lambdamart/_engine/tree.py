@@ -43,3 +43,17 @@ def concatenate_trees(trees):
         out[name] = np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype=dtype)
     out["tree_starts"] = starts
     return out
+
+
+def split_trees(flat):
+    """The per-tree node arrays (as :func:`make_tree` returns them) of flat ensemble arrays: the inverse of
+    :func:`concatenate_trees`."""
+    starts = flat["tree_starts"]
+    stops = np.append(starts[1:], flat["feature"].shape[0])
+    trees = []
+    for start, stop in zip(starts, stops):
+        tree = {name: flat[name][start:stop] for name in NODE_DTYPES}
+        for name in ("left", "right"):
+            tree[name] = np.where(tree[name] >= 0, tree[name] - start, -1).astype(NODE_DTYPES[name])
+        trees.append(tree)
+    return trees

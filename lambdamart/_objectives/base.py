@@ -80,16 +80,16 @@ class Objective:
         """
         raise NotImplementedError
 
-    def fitted_attributes(self):
-        """Estimator attributes this objective learned during the fit (name to value), e.g. ``position_bias_``."""
-        return {}
-
     def state(self):
-        """What this objective learned that a continued fit needs (name to array), copied; see :meth:`restore`."""
+        """What this objective learned during the fit (name to array, copied), e.g. ``position_bias``.
+
+        The estimator exposes each entry as the fitted attribute ``name_`` and saves it in checkpoints; a continued
+        fit hands it back to :meth:`restore`.
+        """
         return {}
 
     def restore(self, state):
-        """Take up the learned ``state`` of an earlier fit on the same queries (``warm_start``)."""
+        """Take up the learned ``state`` of an earlier fit on the same queries (``warm_start``, checkpoints)."""
 
 
 def _subclasses(cls=Objective):

@@ -296,9 +296,6 @@ class LambdaRank(Objective):
                 self.position_bias = update_position_bias(self.loss_totals, self.position_bias,
                                                           float(p["position_bias_norm"]))
 
-    def fitted_attributes(self):
-        return {"position_bias_": self.position_bias} if self._debias else {}
-
     def state(self):
         return {"position_bias": self.position_bias.copy()} if self._debias else {}
 

@@ -451,8 +451,9 @@ def run_train(args):
     if args.checkpoint_dir is not None:
         params.update(checkpoint_dir=args.checkpoint_dir, checkpoint_every=args.checkpoint_every,
                       warm_start=args.resume)
+    init_model = _load_model(args.init_model, "--init-model") if args.init_model is not None else None
     if args.scheduler is not None or args.dask_workers is not None:
-        return _train_on_cluster(args, params)
+        return _train_on_cluster(args, params, init_model)
     for option, paths in (("--train", args.train), ("--valid", args.valid or [])):
         if len(paths) > 1:
             raise usage_error(f"{option} takes one file on this machine; several files are for a cluster "
@@ -474,7 +475,6 @@ def run_train(args):
 
     (_, X, y, qid), eval_set = sets[0], [s[1:] for s in sets[1:]]
     ranker = LambdaMARTRanker(**params)
-    init_model = _load_model(args.init_model, "--init-model") if args.init_model is not None else None
     start = time.perf_counter()
     try:
         ranker.fit(X, y, qid, eval_set=eval_set or None, init_model=init_model)
@@ -483,7 +483,7 @@ def run_train(args):
     return _save_and_summarise(ranker, args.model, time.perf_counter() - start)
 
 
-def _train_on_cluster(args, params):
+def _train_on_cluster(args, params, init_model):
     """``train`` on a Dask cluster: the workers read the files and fit; the client writes the model."""
     try:
         import distributed
@@ -523,7 +523,7 @@ def _train_on_cluster(args, params):
         ranker = DaskLambdaMARTRanker(client=client, **params)
         start = time.perf_counter()
         try:
-            ranker.fit(X, y, qid, eval_set=eval_set or None)
+            ranker.fit(X, y, qid, eval_set=eval_set or None, init_model=init_model)
         except (ValueError, TypeError) as error:
             raise CommandError(f"cannot train on {names}: {error}") from None
         return _save_and_summarise(ranker.to_local(), args.model, time.perf_counter() - start)

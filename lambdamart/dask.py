@@ -26,6 +26,7 @@ import operator
 import threading
 import time
 import uuid
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -39,6 +40,7 @@ except ImportError as error:  # an optional extra
 from distributed.protocol import to_serialize
 from sklearn.utils import check_random_state
 
+from ._checkpoint import Checkpoints, TrainingState
 from ._compat import validate_params
 from ._dask_io import read_letor
 from ._engine.binning import bin_features, find_thresholds
@@ -46,7 +48,6 @@ from ._engine.grower import add_leaf_values, find_node_split
 from ._engine.histogram import make_layout
 from ._engine.predict import add_tree_binned
 from ._engine.stepwise import RowShard, RowSource, grow_tree_stepwise
-from ._engine.tree import concatenate_trees, make_tree
 from ._gains import label_gains
 from ._objectives import OBJECTIVES, TrainingQueries, make_objective
 from ._objectives.lambdarank import update_position_bias
@@ -54,7 +55,16 @@ from ._parallel import parallel_region
 from ._queries import group_queries
 from ._validation import check_position, check_y
 from .exceptions import WorkerLostError
-from .ranker import _BINNING_SUBSAMPLE, LambdaMARTRanker, _ndcg_per_query, _query_rows, _Rounds
+from .ranker import (
+    _BINNING_SUBSAMPLE,
+    LambdaMARTRanker,
+    _check_same_features,
+    _initial_model,
+    _ndcg_per_query,
+    _predict_trees,
+    _query_rows,
+    _Rounds,
+)
 
 __all__ = ["DaskLambdaMARTRanker", "read_letor"]
 
@@ -168,14 +178,24 @@ class _Shard:
         """Feature rows at the given positions of this shard's training rows (for the bin thresholds)."""
         return self.X[positions]
 
-    def setup(self, thresholds, threshold_offsets, first_row, n_train_rows, n_positions, growth):
+    def setup(self, thresholds, threshold_offsets, first_row, n_train_rows, n_positions, growth, init_trees, trees):
         """Bin the rows, build the objective; ``first_row`` is this shard's first row in the global layout.
 
         ``n_positions`` is the largest displayed position over all shards (Unbiased LambdaMART; 0 without);
-        ``growth`` the trees' :class:`~lambdamart._engine.grower.GrowthParams`.
+        ``growth`` the trees' :class:`~lambdamart._engine.grower.GrowthParams`. The scores start from
+        ``init_trees`` (init_model's flat trees, or None) and the ``trees`` grown so far (a fit that goes on
+        after a lost worker, or continues a checkpoint), added in order as the rounds added them.
         """
         with parallel_region(self.threads):
             self._setup(thresholds, threshold_offsets, first_row, n_train_rows, n_positions)
+            sets = [(self.codes, self.scores)] + [(v["codes"], v["scores"]) for v in self.valid_sets]
+            if init_trees is not None:
+                for (_, scores), X in zip(sets, [self.X] + [v["X"] for v in self.valid]):
+                    scores[:] = _predict_trees(init_trees, X, self.threads)
+            for tree in trees:
+                for codes, scores in sets:
+                    add_tree_binned(codes, self.n_bins, tree, np.arange(scores.shape[0], dtype=np.int64), scores)
+        del self.X  # the codes are all a round needs
         self.growth = growth
         # This actor's block of features: contiguous, about equal shares of the histogram's bins.
         bin_offsets = self.layout.bin_offsets
@@ -217,7 +237,6 @@ class _Shard:
         self.all_rows = all_rows
         self.rows = RowShard(self.codes, self.n_bins, self.layout, self.grad, self.hess, all_rows, local_totals=True,
                              reuse_histogram=True)
-        del self.X  # the codes are all a round needs
 
     def grow_round(self, tree_queries, features, rng_state, position_bias, record):
         """One boosting round on this shard's queries among ``tree_queries`` (all when None), with the peers.
@@ -410,6 +429,30 @@ class _GlobalDraws:
 # ------------------------------------------------------------------------------------------------- on the client
 
 
+@dataclass
+class _Inputs:
+    """A fit's data as the client knows it: dask collections, the query table, eval sets, held-out queries."""
+
+    X: da.Array
+    arrays: dict  # y, qid, sample_weight, position (dask arrays chunked like X's rows, or None)
+    query_ids: np.ndarray
+    query_sizes: np.ndarray
+    evals: list  # (X, arrays, query_ids, query_sizes) of every eval set
+    held_out: np.ndarray | None  # flags over the queries held out for early stopping
+
+
+@dataclass
+class _Progress:
+    """What the client keeps of a fit, from which the actors' state is rebuilt on any set of workers."""
+
+    trees: list  # every tree grown so far (bin space)
+    position_bias: np.ndarray | None
+    init_trees: dict | None  # init_model's flat trees: the starting scores
+    train_queries: np.ndarray  # the queries that are not held out
+    thresholds: tuple | None = None  # (thresholds, threshold_offsets), once computed
+    n_train: int = 0  # training rows over all workers
+
+
 class _Cluster:
     """The actors of a fit, one per worker, called together from the client.
 
@@ -421,6 +464,7 @@ class _Cluster:
         self.client, self.actors, self.workers = client, actors, workers
         self.stage = "set-up"
         self.round_trips = 0  # calls to all actors, each waiting for every answer
+        self.traffic = {"exchanges": 0, "histogram_bytes": 0}  # between the actors, so far
 
     def call(self, method, *args, each=None):
         """``actor.method(*args)`` on every actor (or ``actor.method(*each[i])`` on actor i); the answers in order."""
@@ -441,7 +485,20 @@ class _Cluster:
         return answers
 
     def _end(self, failed, error):
-        """Stop the other actors' round (they may be waiting for the failed one) and raise."""
+        """Stop the other actors' round (they may be waiting for the failed one) and raise.
+
+        A lost worker raises :class:`~lambdamart.exceptions.WorkerLostError` (the fit may go on without it); any
+        other failure raises as it is.
+        """
+        try:
+            _raise_if_lost(self.client, [self.workers[failed]], self.stage, error, wait=True)
+        except WorkerLostError as lost:
+            self._abort_others(failed, error)
+            raise lost from error
+        self._abort_others(failed, error)
+        raise error
+
+    def _abort_others(self, failed, error):
         alive = _workers(self.client)
         for i, actor in enumerate(self.actors):
             if i != failed and self.workers[i] in alive:
@@ -449,14 +506,48 @@ class _Cluster:
                     actor.abort(f"the actor on {self.workers[failed]} failed ({error!r})").result(timeout=10)
                 except Exception:  # best effort: the fit fails below either way
                     pass
-        if self.workers[failed] not in alive:
-            raise WorkerLostError(f"worker {self.workers[failed]} was lost during {self.stage} of the fit "
-                                  f"({error!r}); its rows and their state went with it, so the fit stops here and "
-                                  f"returns no model. Fit again once the cluster is whole.") from error
-        raise error
 
 
 _POLL_SECONDS = 0.2
+# Worker losses in a row (no round completed in between) after which a fit gives up rather than redeploy again.
+_RECOVERIES_WITHOUT_PROGRESS = 3
+# How long a failed call waits for the scheduler to notice that the worker it went to is gone.
+_LOSS_NOTICE_SECONDS = 10.0
+
+
+def _await_on(client, futures, workers):
+    """The results of ``futures``, tasks pinned to ``workers``; a WorkerLostError if one of those workers is lost.
+
+    A task pinned to a lost worker would wait for it forever, so the workers are looked at between short waits.
+    """
+    while True:
+        try:
+            distributed.wait(futures, timeout=_POLL_SECONDS)
+        except (TimeoutError, asyncio.TimeoutError):
+            _raise_if_lost(client, workers, "placing the rows on the workers")
+            continue
+        try:
+            return [f.result() for f in futures]
+        except Exception as error:
+            _raise_if_lost(client, workers, "placing the rows on the workers", error, wait=True)
+            raise
+
+
+def _raise_if_lost(client, workers, stage, error=None, wait=False):
+    """Raise a WorkerLostError if one of ``workers`` has left the cluster.
+
+    With ``wait``, wait a moment for the scheduler to notice a loss (a failed call may come first).
+    """
+    deadline = time.monotonic() + (_LOSS_NOTICE_SECONDS if wait else 0.0)
+    while True:
+        alive = _workers(client)
+        lost = [w for w in workers if w not in alive]
+        if lost:
+            raise WorkerLostError(f"worker {lost[0]} was lost during {stage} of the fit"
+                                  + (f" ({error!r})." if error is not None else "."))
+        if time.monotonic() >= deadline:
+            return
+        time.sleep(_POLL_SECONDS)
 
 
 def _workers(client):
@@ -496,7 +587,8 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
                  relevance_threshold=0.0, pairs_per_document=None, position_bias_norm=0.5, pair_normalization=True,
                  query_normalization=True, subsample=1.0, max_features=1.0, early_stopping="auto",
                  validation_fraction=0.1, n_iter_no_change=10, tol=1e-7, eval_at=10, n_jobs=None,
-                 random_state=None, verbose=0, importance_type="gain"):
+                 random_state=None, warm_start=False, checkpoint_dir=None, checkpoint_every=10, verbose=0,
+                 importance_type="gain"):
         super().__init__(objective, n_estimators=n_estimators, learning_rate=learning_rate,
                          max_leaf_nodes=max_leaf_nodes, max_depth=max_depth, min_samples_leaf=min_samples_leaf,
                          min_sum_hessian=min_sum_hessian, l2_regularization=l2_regularization, max_bins=max_bins,
@@ -506,7 +598,8 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
                          query_normalization=query_normalization, subsample=subsample, max_features=max_features,
                          early_stopping=early_stopping, validation_fraction=validation_fraction,
                          n_iter_no_change=n_iter_no_change, tol=tol, eval_at=eval_at, n_jobs=n_jobs,
-                         random_state=random_state, verbose=verbose, importance_type=importance_type)
+                         random_state=random_state, warm_start=warm_start, checkpoint_dir=checkpoint_dir,
+                         checkpoint_every=checkpoint_every, verbose=verbose, importance_type=importance_type)
         self.client = client
 
     _parameter_constraints = {**LambdaMARTRanker._parameter_constraints, "client": "no_validation"}
@@ -516,8 +609,15 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
         params.pop("client")
         return params
 
-    def fit(self, X, y, qid=None, *, sample_weight=None, eval_set=None, position=None):
+    def fit(self, X, y, qid=None, *, sample_weight=None, eval_set=None, position=None, init_model=None):
         """Fit on the cluster; the same trees as ``LambdaMARTRanker.fit`` on the same rows.
+
+        A worker lost during the fit (its process killed, its machine gone) does not end it: the rows are
+        regrouped from their source onto the workers left (Dask recomputes what the lost worker held), the new
+        shards rebuild their training scores from the trees grown so far, and the round under way starts again,
+        with the same draws. The model is the one a fit without the fault grows. Losing the scheduler or this
+        client ends the fit; with ``checkpoint_dir``, ``warm_start=True`` then continues from the newest
+        checkpoint.
 
         Parameters
         ----------
@@ -533,13 +633,21 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
             Validation data (dask or numpy), scored every round; the first one drives early stopping.
         position : dask.array.Array of int of shape (n_samples,), default=None
             Displayed rank of every row (Unbiased LambdaMART), chunked like ``X``'s rows; every round the
-            workers' position losses are summed and the biases sent back, as a local fit updates them.
+            workers' position losses are summed on the client and the biases sent back, as a local fit updates them.
+        init_model : LambdaMARTRanker, str or os.PathLike, default=None
+            A model to continue boosting from, as in :meth:`LambdaMARTRanker.fit`.
 
         Returns
         -------
         self
         """
         validate_params(self)
+        state = self._state_to_continue()
+        init = _initial_model(init_model, state)
+        if state is not None and (len(state.trees) == self.n_estimators or state.record["stopped"]):
+            if state is not self.__dict__.get("_boosting_state"):  # from a checkpoint
+                self._set_fitted(state)
+            return self
         if qid is None:
             raise ValueError("DaskLambdaMARTRanker needs qid: the query id of every row (queries are what the "
                              "workers share out).")
@@ -556,14 +664,17 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
             self.feature_names_in_ = names
         elif hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
-        rng = check_random_state(self.random_state)
+        if init is not None:
+            _check_same_features(init, self, "init_model")
+        if state is None:
+            rng = check_random_state(self.random_state)
+        else:  # the first fit's draws again (the held-out queries), then its state after its last round
+            rng = np.random.RandomState()
+            rng.set_state(state.start_rng)
+        start_rng = rng.get_state()
 
-        workers = sorted(_workers(client))
         query_ids, query_sizes = _query_table(client, arrays["qid"])
-        n_queries = query_ids.shape[0]
-        query_shard = _assign_queries(query_sizes, len(workers))
-        train_parts = _regroup(client, X, arrays, query_ids, query_shard, workers)
-        valid_parts = [[] for _ in workers]
+        evals = []
         for i, item in enumerate(eval_set or []):
             X_v, y_v, qid_v = (tuple(item) + (None,))[:3]
             if qid_v is None:
@@ -572,18 +683,8 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
                                         where=f"eval_set[{i}] ")
             if X_v.shape[1] != self.n_features_in_:
                 raise ValueError(f"eval_set[{i}] X has {X_v.shape[1]} features, but X has {self.n_features_in_}.")
-            ids_v, sizes_v = _query_table(client, arrays_v["qid"])
-            for s, part in enumerate(_regroup(client, X_v, arrays_v, ids_v, _assign_queries(sizes_v, len(workers)),
-                                              workers)):
-                valid_parts[s].append(part)
-        params = self._local_params()
-        actors = [client.submit(_Shard, data, valid, params, actor=True, workers=[w]).result()
-                  for data, valid, w in zip(train_parts, valid_parts, workers)]
-        cluster = _Cluster(client, actors, workers)
-        fit_id = uuid.uuid4().hex
-        cluster.call("connect", each=[(fit_id, workers, i) for i in range(len(actors))])
-        regrouped = time.perf_counter()
-
+            evals.append((X_v, arrays_v, *_query_table(client, arrays_v["qid"])))
+        n_queries = query_ids.shape[0]
         held_out = None
         if self.early_stopping is True and not eval_set:
             n_valid = int(np.ceil(self.validation_fraction * n_queries))
@@ -591,78 +692,165 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
                 raise ValueError(f"early_stopping needs at least 2 queries to hold some out; got {n_queries}.")
             held_out = np.zeros(n_queries, dtype=bool)
             held_out[rng.choice(n_queries, n_valid, replace=False)] = True
-        n_rows = np.array(cluster.call("hold_out", held_out), dtype=np.int64)
-        first_row = np.concatenate(([0], np.cumsum(n_rows)))
-        n_train = int(first_row[-1])
-        train_queries = np.flatnonzero(~held_out) if held_out is not None else np.arange(n_queries)
-
-        # The bin thresholds, from the sample of training rows a local fit draws (positions in its layout).
-        sample = np.arange(n_train)
-        if n_train > _BINNING_SUBSAMPLE:
-            sample = np.sort(rng.choice(n_train, _BINNING_SUBSAMPLE, replace=False))
-        shard_of = np.searchsorted(first_row, sample, side="right") - 1
-        X_sample = np.concatenate(cluster.call("rows_at", each=[(sample[shard_of == s] - first_row[s],)
-                                                                for s in range(len(actors))]))
-        with parallel_region(self.n_jobs):
-            thresholds, threshold_offsets = find_thresholds(X_sample, self.max_bins)
-        n_positions, position_bias = 0, None
+        inputs = _Inputs(X=X, arrays=arrays, query_ids=query_ids, query_sizes=query_sizes, evals=evals,
+                         held_out=held_out)
+        n_positions = 0
         if position is not None:
             n_positions = int(client.compute(arrays["position"].max(), sync=True))
-            position_bias = np.ones((2, n_positions))
-        cluster.call("setup", each=[(thresholds, threshold_offsets, int(first_row[s]), n_train, n_positions,
-                                     self._growth_params()) for s in range(len(actors))])
-        binned = time.perf_counter()
-        trees, position_bias, exchanged = self._boost_on(cluster, threshold_offsets.shape[0] - 1, train_queries,
-                                                         position_bias, rng,
-                                                         has_valid=held_out is not None or bool(eval_set))
-        cluster.call("close")
-        self._trees = concatenate_trees([make_tree(t, thresholds, threshold_offsets) for t in trees])
-        if position_bias is not None:
-            self.position_bias_ = position_bias
-        self.fit_profile_ = {"regroup": regrouped - started, "binning": binned - regrouped,
-                             "boosting": time.perf_counter() - binned, "total": time.perf_counter() - started,
-                             "round_trips": cluster.round_trips, **exchanged}
+        train_queries = np.flatnonzero(~held_out) if held_out is not None else np.arange(n_queries)
+        progress = _Progress(trees=[], position_bias=np.ones((2, n_positions)) if n_positions else None,
+                             init_trees=init._trees if init is not None else None, train_queries=train_queries)
+        if state is not None:
+            progress.trees = list(state.trees)
+            progress.position_bias = state.objective.get("position_bias")
+            progress.init_trees = state.init_trees
+            progress.thresholds = (state.thresholds, state.threshold_offsets)
+            rng.set_state(state.end_rng)
+        profile = {"regroup": 0.0, "binning": 0.0, "boosting": 0.0, "recoveries": 0, "recovery": 0.0}
+
+        def snapshot(record):
+            return TrainingState(start_rng=start_rng, end_rng=rng.get_state(), trees=list(progress.trees),
+                                 record=record, thresholds=progress.thresholds[0],
+                                 threshold_offsets=progress.thresholds[1],
+                                 objective={} if progress.position_bias is None else
+                                 {"position_bias": progress.position_bias.copy()},
+                                 n_features=self.n_features_in_, n_rows=progress.n_train,
+                                 init_trees=progress.init_trees, feature_names=names)
+
+        checkpoints = None
+        if self.checkpoint_dir is not None:
+            checkpoints = Checkpoints(self.checkpoint_dir, self.checkpoint_every, self._local_params(),
+                                      fresh=state is None)
+        rounds = _Rounds(self, has_valid=held_out is not None or bool(eval_set),
+                         record=None if state is None else state.record, checkpoints=checkpoints, snapshot=snapshot)
+        with rounds:
+            self._train(client, inputs, progress, rng, rounds, state, profile)
+        self._set_fitted(snapshot(rounds.record()))
+        profile["total"] = time.perf_counter() - started
+        self.fit_profile_ = profile
         return self
 
-    def _boost_on(self, cluster, n_features, train_queries, position_bias, rng, has_valid):
-        """The boosting rounds: per round the client draws as a local fit does and the actors grow the tree.
+    def _train(self, client, inputs, progress, rng, rounds, state, profile):
+        """Deploy the rows on the workers and boost; after a lost worker, deploy on the workers left and go on."""
+        failures_in_a_row = 0
+        while True:
+            workers = sorted(_workers(client))
+            if not workers:
+                raise WorkerLostError("every worker of the cluster is lost; the fit cannot go on. Start workers, "
+                                      "then fit again (with checkpoint_dir and warm_start=True it continues).")
+            rounds_before = len(progress.trees)
+            lost_at = time.perf_counter()
+            try:
+                cluster = self._deploy(client, workers, inputs, progress, rng, state, profile)
+                if profile["recoveries"]:
+                    profile["recovery"] += time.perf_counter() - lost_at
+                boosting = time.perf_counter()
+                try:
+                    self._boost_on(cluster, progress, rng, rounds)
+                finally:
+                    profile["boosting"] += time.perf_counter() - boosting
+                    for name, count in [("round_trips", cluster.round_trips), *cluster.traffic.items()]:
+                        profile[name] = profile.get(name, 0) + count
+                cluster.call("close")
+                return
+            except WorkerLostError as error:
+                failures_in_a_row = 1 if len(progress.trees) > rounds_before else failures_in_a_row + 1
+                if failures_in_a_row > _RECOVERIES_WITHOUT_PROGRESS:
+                    raise WorkerLostError(f"{error} The fit lost workers {failures_in_a_row} times without "
+                                          f"completing a round in between, so it stops here.") from error
+                profile["recoveries"] += 1
+                if self.verbose:
+                    print(f"{error} Going on with the workers left, from round {len(progress.trees) + 1}.",
+                          flush=True)
 
-        Returns the trees, the final position biases (None without positions) and the actors' exchange counts.
+    def _deploy(self, client, workers, inputs, progress, rng, state, profile):
+        """Regroup the rows onto ``workers``, one actor each, binned and with the scores of the trees so far."""
+        regroup = time.perf_counter()
+        train_parts = _regroup(client, inputs.X, inputs.arrays, inputs.query_ids,
+                               _assign_queries(inputs.query_sizes, len(workers)), workers)
+        valid_parts = [[] for _ in workers]
+        for X_v, arrays_v, ids_v, sizes_v in inputs.evals:
+            for s, part in enumerate(_regroup(client, X_v, arrays_v, ids_v, _assign_queries(sizes_v, len(workers)),
+                                              workers)):
+                valid_parts[s].append(part)
+        params = self._local_params()
+        actors = _await_on(client, [client.submit(_Shard, data, valid, params, actor=True, workers=[w])
+                                    for data, valid, w in zip(train_parts, valid_parts, workers)], workers)
+        cluster = _Cluster(client, actors, workers)
+        fit_id = uuid.uuid4().hex  # this deployment's: parts of an earlier one's exchanges are not taken for it
+        cluster.call("connect", each=[(fit_id, workers, i) for i in range(len(actors))])
+        n_rows = np.array(cluster.call("hold_out", inputs.held_out), dtype=np.int64)
+        first_row = np.concatenate(([0], np.cumsum(n_rows)))
+        progress.n_train = n_train = int(first_row[-1])
+        if state is not None:
+            self._check_same_shape(state, self.n_features_in_, n_train)
+        binning = time.perf_counter()
+        profile["regroup"] += binning - regroup
+        if progress.thresholds is None:
+            # The bin thresholds, from the sample of training rows a local fit draws (positions in its layout).
+            sample = np.arange(n_train)
+            before = rng.get_state()
+            if n_train > _BINNING_SUBSAMPLE:
+                sample = np.sort(rng.choice(n_train, _BINNING_SUBSAMPLE, replace=False))
+            shard_of = np.searchsorted(first_row, sample, side="right") - 1
+            try:
+                X_sample = np.concatenate(cluster.call("rows_at", each=[(sample[shard_of == s] - first_row[s],)
+                                                                        for s in range(len(actors))]))
+            except WorkerLostError:
+                rng.set_state(before)  # the next deployment draws the same sample
+                raise
+            with parallel_region(self.n_jobs):
+                progress.thresholds = find_thresholds(X_sample, self.max_bins)
+        n_positions = 0 if progress.position_bias is None else progress.position_bias.shape[1]
+        thresholds, threshold_offsets = progress.thresholds
+        cluster.call("setup", each=[(thresholds, threshold_offsets, int(first_row[s]), n_train, n_positions,
+                                     self._growth_params(), progress.init_trees, progress.trees)
+                                    for s in range(len(actors))])
+        profile["binning"] += time.perf_counter() - binning
+        return cluster
+
+    def _boost_on(self, cluster, progress, rng, rounds):
+        """The boosting rounds from the next one on: the client draws as a local fit does, the actors grow the tree.
+
+        Every completed round is in ``progress`` (its tree and position biases) and ``rng``; a round a lost worker
+        cut short leaves both as they were before it.
         """
+        n_features = progress.thresholds[1].shape[0] - 1
+        train_queries = progress.train_queries
         n_queries = train_queries.shape[0]
         n_tree_features = max(1, int(round(self.max_features * n_features)))
         n_tree_queries = max(1, int(round(self.subsample * n_queries)))
         all_features = np.arange(n_features, dtype=np.int64)
-        trees = []
-        with _Rounds(self, has_valid) as rounds:
-            for it in range(self.n_estimators):
-                cluster.stage = f"round {it + 1}"
-                tree_queries = None
-                if n_tree_queries < n_queries:
-                    tree_queries = train_queries[np.sort(rng.choice(n_queries, n_tree_queries, replace=False))]
-                features = all_features
-                if n_tree_features < n_features:
-                    features = np.sort(rng.choice(n_features, n_tree_features, replace=False)).astype(np.int64)
-                answers = cluster.call("grow_round", tree_queries, features, rng.get_state(), position_bias,
+        for it in range(len(progress.trees), self.n_estimators):
+            cluster.stage = f"round {it + 1}"
+            before = rng.get_state()
+            tree_queries = None
+            if n_tree_queries < n_queries:
+                tree_queries = train_queries[np.sort(rng.choice(n_queries, n_tree_queries, replace=False))]
+            features = all_features
+            if n_tree_features < n_features:
+                features = np.sort(rng.choice(n_features, n_tree_features, replace=False)).astype(np.int64)
+            try:
+                answers = cluster.call("grow_round", tree_queries, features, rng.get_state(), progress.position_bias,
                                        rounds.recording)
-                rng.set_state(answers[0]["rng_state"])  # the draws the objectives made on the workers
-                if position_bias is not None:  # as a local fit, the biases move after every round's gradients
-                    position_bias = update_position_bias(sum(a["loss_totals"] for a in answers), position_bias,
-                                                         float(self.position_bias_norm))
-                trees.append(answers[0]["tree"])
-                train_score = valid_score = None
-                if rounds.recording:  # mean NDCG over all queries: sums and counts of every worker's queries
-                    sums = [a["ndcg"] for a in answers]
-                    train_score = sum(s[0][0] for s in sums) / sum(s[0][1] for s in sums)
-                    if has_valid:
-                        valid_score = sum(s[1][0] for s in sums) / sum(s[1][1] for s in sums)
-                if rounds.end_round(it, train_score, valid_score):
-                    break
-        exchanged = {"exchanges": 0, "histogram_bytes": 0}
-        if trees:
-            exchanged = {"exchanges": answers[0]["exchanges"],
-                         "histogram_bytes": sum(a["histogram_bytes"] for a in answers)}
-        return rounds.finish(trees), position_bias, exchanged
+            except WorkerLostError:
+                rng.set_state(before)  # the round starts again, with the same draws
+                raise
+            rng.set_state(answers[0]["rng_state"])  # the draws the objectives made on the workers
+            if progress.position_bias is not None:  # as a local fit, the biases move after every round's gradients
+                progress.position_bias = update_position_bias(sum(a["loss_totals"] for a in answers),
+                                                              progress.position_bias, float(self.position_bias_norm))
+            progress.trees.append(answers[0]["tree"])
+            cluster.traffic = {"exchanges": answers[0]["exchanges"],
+                               "histogram_bytes": sum(a["histogram_bytes"] for a in answers)}
+            train_score = valid_score = None
+            if rounds.recording:  # mean NDCG over all queries: sums and counts of every worker's queries
+                sums = [a["ndcg"] for a in answers]
+                train_score = sum(s[0][0] for s in sums) / sum(s[0][1] for s in sums)
+                if rounds.has_valid:
+                    valid_score = sum(s[1][0] for s in sums) / sum(s[1][1] for s in sums)
+            if rounds.end_round(it, train_score, valid_score):
+                break
 
     def score(self, X, y, qid=None, sample_weight=None):
         """NDCG@``eval_at`` of the predictions, per query and averaged (see :meth:`LambdaMARTRanker.score`).

@@ -18,6 +18,10 @@ with a query's rows in any partitions. The fit follows LightGBM's "data parallel
 
 Given the same rows, the model has the same split features and thresholds as ``LambdaMARTRanker.fit``; leaf values
 agree up to the order of floating-point sums. ``to_local()`` hands back a plain fitted ``LambdaMARTRanker``.
+
+A lost worker does not end a fit: the client keeps the trees of the completed rounds, the position biases and the
+random state, places the rows on the workers left (Dask recomputes the input chunks the lost one held), and the
+new actors rebuild their scores from the trees before the interrupted round runs again with the same draws.
 """
 
 import asyncio
@@ -576,7 +580,9 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
         holds its queries), binning (``"binning"``, thresholds and codes), boosting (``"boosting"``) and in all
         (``"total"``); and the traffic of the fit: ``"round_trips"`` (calls from the client to all workers, each
         waiting for every answer: one per round plus a few to set up), ``"exchanges"`` (between the workers, per
-        worker: two per searched split) and ``"histogram_bytes"`` (histogram blocks the workers sent each other).
+        worker: two per searched split) and ``"histogram_bytes"`` (histogram blocks the workers sent each other);
+        ``"recoveries"`` (workers lost during the fit, each followed by placing the rows on the workers left) and
+        ``"recovery"`` (seconds those placements took, included in ``"regroup"`` and ``"binning"``).
 
     Other fitted attributes are :class:`~lambdamart.LambdaMARTRanker`'s.
     """

@@ -133,6 +133,9 @@ def build_parser():
     cluster.add_argument("--dask-workers", type=int, metavar="N",
                          help="train on a Dask cluster of N worker processes started on this machine")
     train.add_argument("--model", required=True, metavar="OUT", help="where to write the model (JSON)")
+    train.add_argument("--position", metavar="FILE",
+                       help="Unbiased LambdaMART on click labels: a file with the displayed rank (1 = top) of each "
+                            "row of --train, one integer per line, in the file's order")
     train.add_argument("--init-model", metavar="MODEL",
                        help="a model file to continue boosting from: its trees give the starting scores and stay "
                             "first in the new model (LightGBM's init_model)")
@@ -453,6 +456,9 @@ def run_train(args):
                       warm_start=args.resume)
     init_model = _load_model(args.init_model, "--init-model") if args.init_model is not None else None
     if args.scheduler is not None or args.dask_workers is not None:
+        if args.position is not None:
+            raise usage_error("--position works on this machine's fit; on a cluster, pass position= to "
+                              "DaskLambdaMARTRanker.fit in Python.")
         return _train_on_cluster(args, params, init_model)
     for option, paths in (("--train", args.train), ("--valid", args.valid or [])):
         if len(paths) > 1:
@@ -474,10 +480,11 @@ def run_train(args):
               f"{_plural(X.shape[1], 'feature')}", flush=True)
 
     (_, X, y, qid), eval_set = sets[0], [s[1:] for s in sets[1:]]
+    position = _read_positions(args.position, X.shape[0]) if args.position is not None else None
     ranker = LambdaMARTRanker(**params)
     start = time.perf_counter()
     try:
-        ranker.fit(X, y, qid, eval_set=eval_set or None, init_model=init_model)
+        ranker.fit(X, y, qid, eval_set=eval_set or None, init_model=init_model, position=position)
     except (ValueError, TypeError) as error:  # labels the gain cannot use, too few queries to hold out, ...
         raise CommandError(f"cannot train on {args.train}: {error}") from None
     return _save_and_summarise(ranker, args.model, time.perf_counter() - start)
@@ -736,6 +743,26 @@ def _read_letor(path, option):
         return load_letor(path, sparse=True)
     except (ValueError, OSError) as error:
         raise CommandError(_file_error(option, path, error)) from None
+
+
+def _read_positions(path, n_rows):
+    """The displayed ranks of ``--position``: one integer >= 1 per line, as many as --train has rows."""
+    _check_readable(path, "--position")
+    positions = []
+    try:
+        with open(path, encoding="utf-8") as f:
+            for number, line in enumerate(f, 1):
+                text = line.strip()
+                if not text.isdigit() or int(text) < 1:
+                    raise CommandError(f"--position {path}, line {number}: expected a rank (an integer >= 1), got "
+                                       f"{text!r}.")
+                positions.append(int(text))
+    except (OSError, UnicodeDecodeError) as error:
+        raise CommandError(f"--position: cannot read {path}: {error}") from None
+    if len(positions) != n_rows:
+        raise CommandError(f"--position {path} has {len(positions)} lines but --train has {n_rows} rows; give one "
+                           f"rank per row, in the same order.")
+    return np.array(positions, dtype=np.int64)
 
 
 def _read_features(path):

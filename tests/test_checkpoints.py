@@ -9,7 +9,6 @@ import random
 import signal
 import subprocess
 import sys
-import textwrap
 
 import numpy as np
 import pytest
@@ -86,39 +85,27 @@ def test_cli_resume_after_sigkill_equals_the_uninterrupted_fit(letor_files, tmp_
     assert np.array_equal(full.predict(X), resumed.predict(X)), where
 
 
-_UNBIASED_FIT = textwrap.dedent("""
-    import sys
-
-    import numpy as np
-
-    from lambdamart import LambdaMARTRanker
-    from lambdamart.datasets import make_ranking_data
-
-    X, y, qid = make_ranking_data(60, n_features=20, random_state=3)
+@posix_only
+def test_unbiased_lambdamart_resumed_after_sigkill_equals_the_uninterrupted_fit(tmp_path):
+    X, y, qid = make_ranking_data(60, n_features=20, missing_rate=0, random_state=3)
     rng = np.random.RandomState(0)
     position = np.concatenate([rng.permutation(n) + 1 for n in np.bincount(qid)])
     clicks = ((y >= 2) & (rng.random_sample(y.shape[0]) < 1.0 / position ** 0.5)).astype(float)
-    directory, out, resume = sys.argv[1], sys.argv[2], sys.argv[3] == "resume"
-    model = LambdaMARTRanker(n_estimators=60, random_state=5, subsample=0.8, verbose=1, checkpoint_dir=directory,
-                             checkpoint_every=10, warm_start=resume)
-    model.fit(X, clicks, qid, position=position)
-    model.save_model(out)
-""")
-
-
-@posix_only
-def test_unbiased_lambdamart_resumed_after_sigkill_equals_the_uninterrupted_fit(tmp_path):
-    script = tmp_path / "fit.py"
-    script.write_text(_UNBIASED_FIT)
-    _run([sys.executable, str(script), str(tmp_path / "one-go"), str(tmp_path / "full.json"), "fresh"])
+    dump_svmlight_file(X, clicks, str(tmp_path / "clicks.txt"), query_id=qid, zero_based=False)
+    (tmp_path / "clicks.position").write_text("".join(f"{p}\n" for p in position))
+    base = [sys.executable, "-m", "lambdamart", "train", "--train", str(tmp_path / "clicks.txt"),
+            "--position", str(tmp_path / "clicks.position"),
+            "--param", "n_estimators=60", "subsample=0.8", "random_state=5", "verbose=1"]
+    _run(base + ["--model", str(tmp_path / "full.json")])
     kill_round = random.randrange(1, 60)
-    command = [sys.executable, str(script), str(tmp_path / "ckpt"), str(tmp_path / "resumed.json")]
-    _run_and_kill(command + ["fresh"], kill_round)
-    _run(command + ["resume"])
+    checkpointed = base + ["--checkpoint-dir", str(tmp_path / "ckpt"), "--model", str(tmp_path / "resumed.json")]
+    _run_and_kill(checkpointed, kill_round)
+    _run(checkpointed + ["--resume"])
     full, resumed = load_model(tmp_path / "full.json"), load_model(tmp_path / "resumed.json")
     where = f"killed after round {kill_round}"
     assert _same_model(full, resumed), where
     assert np.array_equal(full.position_bias_, resumed.position_bias_), where
+    assert not np.allclose(full.position_bias_, 1.0)  # biases were learned
 
 
 # ------------------------------------------------------------------------------------------------ in one process
@@ -270,3 +257,15 @@ def test_init_model_misuse(data):
 
     with pytest.raises(NotFittedError):
         LambdaMARTRanker(n_estimators=2).fit(X, y, qid, init_model=LambdaMARTRanker())
+
+
+def test_cli_option_errors(tmp_path, letor_files):
+    train = [sys.executable, "-m", "lambdamart", "train", "--train", str(letor_files / "train.txt"),
+             "--model", str(tmp_path / "m.json")]
+    done = subprocess.run(train + ["--resume"], capture_output=True, text=True)
+    assert done.returncode == 2 and "--checkpoint-dir" in done.stderr
+    (tmp_path / "bad.position").write_text("1\n2\nthree\n")
+    done = subprocess.run(train + ["--position", str(tmp_path / "bad.position")], capture_output=True, text=True)
+    assert done.returncode == 1 and "line 3" in done.stderr, done.stderr
+    done = subprocess.run(train + ["--init-model", str(tmp_path / "missing.json")], capture_output=True, text=True)
+    assert done.returncode == 1 and "--init-model" in done.stderr, done.stderr

@@ -58,7 +58,7 @@ from ._objectives.lambdarank import update_position_bias
 from ._parallel import parallel_region
 from ._queries import group_queries
 from ._validation import check_position, check_y
-from .exceptions import WorkerLostError
+from .exceptions import SchedulerLostError, WorkerLostError
 from .ranker import (
     _BINNING_SUBSAMPLE,
     LambdaMARTRanker,
@@ -496,7 +496,7 @@ class _Cluster:
         """
         try:
             _raise_if_lost(self.client, [self.workers[failed]], self.stage, error, wait=True)
-        except WorkerLostError as lost:
+        except (WorkerLostError, SchedulerLostError) as lost:
             self._abort_others(failed, error)
             raise lost from error
         self._abort_others(failed, error)
@@ -544,6 +544,7 @@ def _raise_if_lost(client, workers, stage, error=None, wait=False):
     """
     deadline = time.monotonic() + (_LOSS_NOTICE_SECONDS if wait else 0.0)
     while True:
+        _check_scheduler(client, stage, error)
         alive = _workers(client)
         lost = [w for w in workers if w not in alive]
         if lost:
@@ -552,6 +553,16 @@ def _raise_if_lost(client, workers, stage, error=None, wait=False):
         if time.monotonic() >= deadline:
             return
         time.sleep(_POLL_SECONDS)
+
+
+def _check_scheduler(client, stage, error=None):
+    """Raise a SchedulerLostError if the client has given up on its scheduler (it retries for a while first)."""
+    if client.status in ("closing", "closed"):
+        raise SchedulerLostError(f"the client lost its Dask scheduler during {stage} of the fit"
+                                 + (f" ({error!r})" if error is not None else "")
+                                 + "; the fit cannot go on without it. Start the cluster again and fit again: with "
+                                   "checkpoint_dir set and warm_start=True, the fit continues from its newest "
+                                   "checkpoint.")
 
 
 def _workers(client):
@@ -740,6 +751,7 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
         """Deploy the rows on the workers and boost; after a lost worker, deploy on the workers left and go on."""
         failures_in_a_row = 0
         while True:
+            _check_scheduler(client, f"round {len(progress.trees) + 1}")
             workers = sorted(_workers(client))
             if not workers:
                 raise WorkerLostError("every worker of the cluster is lost; the fit cannot go on. Start workers, "

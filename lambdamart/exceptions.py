@@ -28,10 +28,20 @@ class InconsistentVersionWarning(UserWarning):
 
 
 class WorkerLostError(RuntimeError):
-    """A worker of a Dask cluster was lost during a distributed fit, which stopped without a model.
+    """A distributed fit lost workers it could not do without, and stopped without a model.
 
-    The message names the worker's address and the stage (round) of the fit in which it was lost.
+    A fit goes on after losing a worker (on the workers left); it raises this when none is left, or after losing
+    workers again and again without completing a round. The message names the worker's address and the stage
+    (round) of the fit in which it was lost.
     """
 
 
-__all__ = ["InconsistentVersionWarning", "WorkerLostError"]
+class SchedulerLostError(RuntimeError):
+    """The client lost its Dask scheduler during a distributed fit, which stopped without a model.
+
+    With ``checkpoint_dir`` set, the same fit with ``warm_start=True`` on a working cluster continues from the
+    newest checkpoint.
+    """
+
+
+__all__ = ["InconsistentVersionWarning", "SchedulerLostError", "WorkerLostError"]

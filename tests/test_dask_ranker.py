@@ -256,3 +256,62 @@ def test_dask_init_model_gives_the_local_model(client, data):
     local = LambdaMARTRanker(n_estimators=5, **SMALL).fit(X, y, qid, init_model=first)
     assert model.n_estimators_ == 9
     assert_same_model(model, local, X)
+
+
+def test_a_lost_scheduler_ends_the_fit_and_its_checkpoints_continue_it(data, tmp_path):
+    """A scheduler process killed mid-fit: a clear error; the checkpoints then finish the fit on a new cluster."""
+    import signal
+    import socket
+    import subprocess
+    import sys
+
+    from lambdamart.exceptions import SchedulerLostError
+
+    X, y, qid = data
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    address = f"tcp://127.0.0.1:{port}"
+    quiet = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    scheduler = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+                                  "--port", str(port), "--dashboard-address", ":0"], **quiet)
+    workers = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address, "--nthreads", "1",
+                                 "--dashboard-address", ":0", "--death-timeout", "5"], **quiet) for _ in range(2)]
+    params = dict(n_estimators=300, learning_rate=0.01, subsample=0.8, random_state=0, checkpoint_dir=tmp_path,
+                  checkpoint_every=5, **SMALL)
+    outcome = {}
+    try:
+        client = distributed.Client(address, timeout="5s")
+        client.wait_for_workers(2, timeout=60)
+        model = DaskLambdaMARTRanker(client=client, **params)
+
+        def fit():
+            try:
+                model.fit(*_dask(X, y, qid))
+            except Exception as error:  # the test inspects it below
+                outcome["error"] = error
+
+        thread = threading.Thread(target=fit, daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 120
+        while len(list(tmp_path.glob("round-*.npz"))) < 2:  # ten rounds done
+            assert thread.is_alive() and time.monotonic() < deadline, outcome
+            time.sleep(0.05)
+        scheduler.send_signal(signal.SIGKILL)
+        thread.join(timeout=120)
+        assert not thread.is_alive(), "the fit hangs after losing its scheduler"
+        client.close()
+    finally:
+        for process in [scheduler, *workers]:
+            process.kill()
+            process.wait()
+    error = outcome.get("error")
+    assert isinstance(error, SchedulerLostError), repr(error)
+    assert "warm_start=True" in str(error) and not hasattr(model, "_trees")
+    checkpointed = max(int(p.name[6:12]) for p in tmp_path.glob("round-*.npz"))
+    assert 10 <= checkpointed < 300, checkpointed
+    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
+                                  dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
+        resumed = DaskLambdaMARTRanker(client=client, warm_start=True, **params).fit(*_dask(X, y, qid))
+    local = LambdaMARTRanker(**{**params, "checkpoint_dir": None}).fit(X, y, qid)
+    assert_same_model(resumed, local, X)

@@ -45,7 +45,6 @@ from distributed.protocol import to_serialize
 from sklearn.utils import check_random_state
 
 from ._checkpoint import Checkpoints, TrainingState
-from ._compat import validate_params
 from ._dask_io import read_letor
 from ._engine.binning import bin_features, find_thresholds
 from ._engine.grower import add_leaf_values, find_node_split
@@ -63,7 +62,6 @@ from .ranker import (
     _BINNING_SUBSAMPLE,
     LambdaMARTRanker,
     _check_same_features,
-    _initial_model,
     _ndcg_per_query,
     _predict_trees,
     _query_rows,
@@ -658,18 +656,13 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
         -------
         self
         """
-        validate_params(self)
-        state = self._state_to_continue()
-        init = _initial_model(init_model, state)
-        if state is not None and (len(state.trees) == self.n_estimators or state.record["stopped"]):
-            if state is not self.__dict__.get("_boosting_state"):  # from a checkpoint
-                self._set_fitted(state)
+        begun = self._begin_fit(init_model)
+        if begun is None:
             return self
+        state, init = begun
         if qid is None:
             raise ValueError("DaskLambdaMARTRanker needs qid: the query id of every row (queries are what the "
                              "workers share out).")
-        for name in ("position_bias_", "fit_profile_"):
-            self.__dict__.pop(name, None)
         client = self.client if self.client is not None else distributed.default_client()
         started = time.perf_counter()
         X, arrays, names = _as_dask(X, {"y": y, "qid": qid, "sample_weight": sample_weight, "position": position})

@@ -343,16 +343,10 @@ class LambdaMARTRanker(BaseEstimator):
         -------
         self
         """
-        validate_params(self)
-        state = self._state_to_continue()
-        init = _initial_model(init_model, state)
-        if state is not None and (len(state.trees) == self.n_estimators or state.record["stopped"]):
-            # Every round asked for is there, or early stopping ended the fit continued (so would one longer fit).
-            if state is not self.__dict__.get("_boosting_state"):  # from a checkpoint
-                self._set_fitted(state)
+        begun = self._begin_fit(init_model)
+        if begun is None:
             return self
-        for name in ("position_bias_", "fit_profile_"):  # nothing learned by an earlier fit may survive this one
-            self.__dict__.pop(name, None)
+        state, init = begun
         profile = dict.fromkeys(FIT_STAGES, 0.0)
         fit_start = time.perf_counter()
         threads = n_threads(self.n_jobs)
@@ -497,6 +491,23 @@ class LambdaMARTRanker(BaseEstimator):
                             max_depth=-1 if self.max_depth is None else self.max_depth,
                             min_samples_leaf=self.min_samples_leaf, min_sum_hessian=float(self.min_sum_hessian),
                             l2_regularization=float(self.l2_regularization), learning_rate=float(self.learning_rate))
+
+    def _begin_fit(self, init_model):
+        """Check the parameters; the state to continue (or None) and init_model's ranker (or None).
+
+        None instead when there is nothing to fit: every round asked for is there, or early stopping ended the fit
+        continued (as it would have ended one longer fit).
+        """
+        validate_params(self)
+        state = self._state_to_continue()
+        init = _initial_model(init_model, state)
+        if state is not None and (len(state.trees) == self.n_estimators or state.record["stopped"]):
+            if state is not self.__dict__.get("_boosting_state"):  # from a checkpoint
+                self._set_fitted(state)
+            return None
+        for name in ("position_bias_", "fit_profile_"):  # nothing learned by an earlier fit may survive this one
+            self.__dict__.pop(name, None)
+        return state, init
 
     def _state_to_continue(self):
         """With ``warm_start``, the training state to continue (this ranker's, else the newest checkpoint's)."""

@@ -513,6 +513,9 @@ class _Cluster:
 _POLL_SECONDS = 0.2
 # Worker losses in a row (no round completed in between) after which a fit gives up rather than redeploy again.
 _RECOVERIES_WITHOUT_PROGRESS = 3
+# How long a fit waits for a client that is reconnecting to its scheduler (the client gives up after its own
+# timeout, 30 s by default, first).
+_RECONNECT_SECONDS = 600.0
 # How long a failed call waits for the scheduler to notice that the worker it went to is gone.
 _LOSS_NOTICE_SECONDS = 10.0
 
@@ -554,8 +557,15 @@ def _raise_if_lost(client, workers, stage, error=None, wait=False):
 
 
 def _check_scheduler(client, stage, error=None):
-    """Raise a SchedulerLostError if the client has given up on its scheduler (it retries for a while first)."""
-    if client.status in ("closing", "closed"):
+    """Raise a SchedulerLostError if the client has given up on its scheduler.
+
+    While the client tries to reconnect (its ``timeout``), what it knows of the workers is stale, so this waits
+    until it is connected again or has given up.
+    """
+    deadline = time.monotonic() + _RECONNECT_SECONDS
+    while client.status == "connecting" and time.monotonic() < deadline:
+        time.sleep(_POLL_SECONDS)
+    if client.status != "running":
         raise SchedulerLostError(f"the client lost its Dask scheduler during {stage} of the fit"
                                  + (f" ({error!r})" if error is not None else "")
                                  + "; the fit cannot go on without it. Start the cluster again and fit again: with "

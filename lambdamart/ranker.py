@@ -78,8 +78,8 @@ class LambdaMARTRanker(BaseEstimator):
 
     Parameters
     ----------
-    objective : {"lambdarank", "lambdarank_map", "ranknet", "listnet", "listmle", "pointwise"}, \
-            default="lambdarank"
+    objective : {"lambdarank", "lambdarank_map", "ranknet", "listnet", "listmle", "pointwise", "xendcg", "frank", \
+            "lambdaloss", "yetirank"}, default="lambdarank"
         Training objective, all boosted with the same trees and Newton steps:
 
         - ``"lambdarank"``: LambdaMART, pairs weighted by |ΔNDCG| (as LightGBM's ``lambdarank``);
@@ -88,7 +88,15 @@ class LambdaMARTRanker(BaseEstimator):
           ``pairs_per_document``);
         - ``"listnet"``: cross entropy between softmax of the label gains and softmax of the scores;
         - ``"listmle"``: Plackett-Luce likelihood of the label order (ties in labels broken at random each round);
-        - ``"pointwise"``: squared error on the labels, a baseline.
+        - ``"pointwise"``: squared error on the labels, a baseline;
+        - ``"xendcg"``: XE-NDCG, cross entropy between softmax of the scores and a target proportional to
+          gain + 1 - γ, γ ~ U(0, 1) drawn per document each round (as LightGBM's ``rank_xendcg``);
+        - ``"frank"``: FRank's fidelity loss 1 - sqrt(P) over all pairs with different labels, P the logistic
+          probability that the pair is ordered right;
+        - ``"lambdaloss"``: LambdaLoss's NDCG-Loss2++, pairwise logistic loss weighted by the rank terms
+          ρ + μ·δ and the gain difference (Wang et al., 2018); μ 5 by default;
+        - ``"yetirank"``: YetiRank, pairwise logistic loss over the neighbours of 10 rankings perturbed by
+          logistic noise each round, weighted 0.85^position · label difference (as CatBoost's ``YetiRank``).
     n_estimators : int, default=100
         Maximum number of boosting rounds (trees).
     learning_rate : float, default=0.1

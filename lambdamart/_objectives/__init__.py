@@ -5,13 +5,18 @@
 """
 
 from .base import Objective, TrainingQueries
+from .fidelity import FRank
+from .lambdaloss import LambdaLoss
 from .lambdarank import LambdaRank, LambdaRankMAP
 from .listwise import ListMLE, ListNet
 from .pairwise import RankNet
 from .pointwise import Pointwise
+from .xendcg import XENDCG
+from .yetirank import YetiRank
 
 #: Every objective by its ``objective=`` name, in the order the documentation lists them.
-OBJECTIVES = {cls.name: cls for cls in (LambdaRank, LambdaRankMAP, RankNet, ListNet, ListMLE, Pointwise)}
+OBJECTIVES = {cls.name: cls for cls in (LambdaRank, LambdaRankMAP, RankNet, ListNet, ListMLE, Pointwise, XENDCG,
+                                        FRank, LambdaLoss, YetiRank)}
 
 
 def make_objective(name, queries, params, rng):

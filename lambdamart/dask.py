@@ -25,6 +25,7 @@ new actors rebuild their scores from the trees before the interrupted round runs
 """
 
 import asyncio
+import concurrent.futures
 import inspect
 import operator
 import threading
@@ -533,6 +534,11 @@ def _await_on(client, futures, workers):
             continue
         try:
             return [f.result() for f in futures]
+        except concurrent.futures.CancelledError as error:
+            # The scheduler cancels tasks whose inputs went with a lost worker it has not reported yet.
+            _raise_if_lost(client, workers, "placing the rows on the workers", error, wait=True)
+            raise WorkerLostError(f"placing the rows on the workers was cancelled by the scheduler ({error!r}), "
+                                  f"after a change of the cluster's workers.") from error
         except Exception as error:
             _raise_if_lost(client, workers, "placing the rows on the workers", error, wait=True)
             raise
@@ -1004,17 +1010,19 @@ def _regroup(client, X, arrays, query_ids, query_shard, workers):
     optional = [name for name in ("sample_weight", "position") if parts[name] is not None]
     chunk_futures = client.compute(X_parts + parts["y"] + parts["qid"] + [p for name in optional for p in parts[name]])
     n = len(X_parts)
-    # The query table goes to the workers once, not inside every routing task.
-    query_ids, query_shard = client.scatter([query_ids, query_shard], broadcast=True)
+    # The query table goes to the workers once, not inside every routing task. Every placement gets keys of its
+    # own (hash=False, pure=False): after a lost worker, a new placement must not share keys with the one being
+    # released, or the scheduler may cancel the new tasks with the old (seen on distributed 2024.1).
+    query_ids, query_shard = client.scatter([query_ids, query_shard], broadcast=True, hash=False)
     routed = []
     for c in range(n):
         extra = {name: chunk_futures[(3 + optional.index(name)) * n + c] if name in optional else None
                  for name in ("sample_weight", "position")}
         routed.append(client.submit(_route_chunk, chunk_futures[c], chunk_futures[n + c], chunk_futures[2 * n + c],
                                     extra["sample_weight"], extra["position"], query_ids, query_shard,
-                                    int(starts[c]), n_shards))
+                                    int(starts[c]), n_shards, pure=False))
     shards = []
     for s, worker in enumerate(workers):
-        pieces = [client.submit(operator.getitem, r, s) for r in routed]
-        shards.append(client.submit(_gather_shard, pieces, workers=[worker]))
+        pieces = [client.submit(operator.getitem, r, s, pure=False) for r in routed]
+        shards.append(client.submit(_gather_shard, pieces, workers=[worker], pure=False))
     return shards

@@ -71,26 +71,23 @@ def queries(seed):
     return np.concatenate(scores), np.concatenate(labels), offsets
 
 
-def xendcg_kernel(s, gains, offsets, gamma, sample_weight=None, query_indices=None, grad=None, hess=None):
-    n = len(s)
+def _run(kernel, n, offsets, sample_weight, query_indices, grad, hess, before, after=()):
+    """``kernel(*before, offsets, query_indices, *after, sample_weight, grad, hess)`` on fresh or copied buffers."""
     grad = np.zeros(n) if grad is None else grad.copy()
     hess = np.zeros(n) if hess is None else hess.copy()
     if query_indices is None:
         query_indices = np.arange(len(offsets) - 1)
     sw = np.zeros(0) if sample_weight is None else sample_weight
-    xendcg_gradients(s, gains, offsets, np.asarray(query_indices, dtype=np.int64), gamma, sw, grad, hess)
+    kernel(*before, offsets, np.asarray(query_indices, dtype=np.int64), *after, sw, grad, hess)
     return grad, hess
+
+
+def xendcg_kernel(s, gains, offsets, gamma, sample_weight=None, query_indices=None, grad=None, hess=None):
+    return _run(xendcg_gradients, len(s), offsets, sample_weight, query_indices, grad, hess, (s, gains), (gamma,))
 
 
 def frank_kernel(s, y, offsets, sample_weight=None, query_indices=None, grad=None, hess=None):
-    n = len(s)
-    grad = np.zeros(n) if grad is None else grad.copy()
-    hess = np.zeros(n) if hess is None else hess.copy()
-    if query_indices is None:
-        query_indices = np.arange(len(offsets) - 1)
-    sw = np.zeros(0) if sample_weight is None else sample_weight
-    frank_gradients(s, y, offsets, np.asarray(query_indices, dtype=np.int64), sw, grad, hess)
-    return grad, hess
+    return _run(frank_gradients, len(s), offsets, sample_weight, query_indices, grad, hess, (s, y))
 
 
 def kernel(name, s, y, offsets, gamma, **kwargs):

@@ -106,7 +106,7 @@ class Checkpoints:
     directory : str or os.PathLike
         Created if missing.
     every : int
-        Write after every ``every``-th round (and at the end of the fit, see :meth:`due`).
+        Write after every ``every``-th round (the fit also writes one at its end).
     params : dict
         The estimator's parameters (``get_params``), saved in every file and checked by :func:`check_compatible`.
     fresh : bool

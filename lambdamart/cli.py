@@ -454,6 +454,8 @@ def run_train(args):
     if args.checkpoint_dir is not None:
         params.update(checkpoint_dir=args.checkpoint_dir, checkpoint_every=args.checkpoint_every,
                       warm_start=args.resume)
+    if args.position is not None:
+        _check_readable(args.position, "--position")  # before reading the training data, not after
     init_model = _load_model(args.init_model, "--init-model") if args.init_model is not None else None
     if args.scheduler is not None or args.dask_workers is not None:
         if args.position is not None:
@@ -747,7 +749,6 @@ def _read_letor(path, option):
 
 def _read_positions(path, n_rows):
     """The displayed ranks of ``--position``: one integer >= 1 per line, as many as --train has rows."""
-    _check_readable(path, "--position")
     positions = []
     try:
         with open(path, encoding="utf-8") as f:

@@ -195,9 +195,10 @@ class _Shard:
             if init_trees is not None:
                 for (_, scores), X in zip(sets, [self.X] + [v["X"] for v in self.valid]):
                     scores[:] = _predict_trees(init_trees, X, self.threads)
+            rows = [np.arange(scores.shape[0], dtype=np.int64) for _, scores in sets]
             for tree in trees:
-                for codes, scores in sets:
-                    add_tree_binned(codes, self.n_bins, tree, np.arange(scores.shape[0], dtype=np.int64), scores)
+                for (codes, scores), rows_s in zip(sets, rows):
+                    add_tree_binned(codes, self.n_bins, tree, rows_s, scores)
         del self.X  # the codes are all a round needs
         self.growth = growth
         # This actor's block of features: contiguous, about equal shares of the histogram's bins.

@@ -588,10 +588,11 @@ class LambdaMARTRanker(BaseEstimator):
         params = self._growth_params()
         workspace = make_workspace(n_rows, layout.total_bins, self.max_leaf_nodes)
 
+        valid_rows = [np.arange(v.scores.shape[0], dtype=np.int64) for v in valid]
         for tree in trees:  # the scores the earlier rounds left, rebuilt with the same additions in order
             add_tree_binned(codes, n_bins, tree, all_rows, scores)
-            for v in valid:
-                add_tree_binned(v.codes, n_bins, tree, np.arange(v.scores.shape[0]), v.scores)
+            for v, rows_v in zip(valid, valid_rows):
+                add_tree_binned(v.codes, n_bins, tree, rows_v, v.scores)
         with rounds:
             for it in range(len(trees), self.n_estimators):
                 if n_tree_queries < n_queries:
@@ -614,8 +615,8 @@ class LambdaMARTRanker(BaseEstimator):
                 trees.append(tree)
 
                 with _timed(profile, "validation"):
-                    for v in valid:
-                        add_tree_binned(v.codes, n_bins, tree, np.arange(v.scores.shape[0]), v.scores)
+                    for v, rows_v in zip(valid, valid_rows):
+                        add_tree_binned(v.codes, n_bins, tree, rows_v, v.scores)
                     train_score = valid_score = None
                     if rounds.recording:
                         train_score = self._ndcg(queries.gains, offsets, scores)

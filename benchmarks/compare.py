@@ -3,6 +3,10 @@
     python benchmarks/compare.py [--data LETOR_DIR | --synthetic N_QUERIES] [--rounds 100] [--threads 2]
                                  [--repeat 1] [--profile] [--objectives] [--dask N_WORKERS]
                                  [--output benchmarks/RESULTS.md] [--libraries lambdamart,lightgbm,xgboost]
+    python benchmarks/compare.py --letor-folds LETOR4_DIR [--threads 2] [--output benchmarks/LETOR.md]
+
+The second form measures ranking quality only: the five standard folds of a LETOR 4.0 dataset under two protocols
+(fixed settings; early stopping), every objective of ours, tested query by query (``folds.py``).
 
 Every library trains on the same rows with the same settings, each in a fresh subprocess (this script run again
 in a hidden worker mode) that reads the data from one temporary .npz file. A process per library keeps their
@@ -19,7 +23,8 @@ top-level modules, with this script's directory on sys.path):
 - ``libraries.py``: the benchmark settings and each library's adapter (build, fit, serve);
 - ``worker.py``: starting a worker process and what each worker mode (warm-up, fit, serve, profile, dask) measures;
 - ``dask_run.py``: ``--dask N``, the three Dask rankers on one LocalCluster (the client is a worker process);
-- ``data.py``: the datasets, their split by query, and the NDCG of test scores;
+- ``data.py``: the datasets, their split by query, the five folds of a LETOR 4.0 layout, and the NDCG of test scores;
+- ``folds.py``: ``--letor-folds``, the five-fold quality protocol, its metrics and paired tests;
 - ``report.py``: the markdown report;
 - ``context.py``: machine, versions, checkout, and paths as the report shows them (relative to the repository).
 """
@@ -36,13 +41,14 @@ from pathlib import Path
 import numpy as np
 from context import display_path, git_revision, load_average, machine_info, versions
 from data import DEFAULT_QUERIES, data_shape, datasets_from_args, ndcg_on_test
+from folds import run_letor_folds
 from libraries import LIBRARIES, benchmark_settings, installed
-from report import render_report
+from report import render_folds_report, render_report
 from worker import WorkerError, run_job, run_worker
 
 HERE = Path(__file__).resolve().parent
 # Options whose value is a path: the report's command line shows it relative to the repository root.
-PATH_OPTIONS = ("--data", "--output")
+PATH_OPTIONS = ("--data", "--letor-folds", "--output")
 
 
 # ------------------------------------------------------------------------------------------------ orchestration
@@ -170,6 +176,10 @@ def parse_args(argv):
     source.add_argument("--synthetic", metavar="N_QUERIES", type=_positive_int,
                         help=f"make_ranking_data(N_QUERIES) instead of the default {DEFAULT_QUERIES} queries "
                              "(and no second dataset)")
+    source.add_argument("--letor-folds", metavar="LETOR4_DIR",
+                        help="ranking quality only: the five folds of a LETOR 4.0 directory (Fold1..Fold5 or the "
+                             "parts S1.txt..S5.txt), two protocols, every objective of ours (report: "
+                             "benchmarks/LETOR.md)")
     parser.add_argument("--rounds", type=_positive_int, default=100, help="boosting rounds (default 100)")
     parser.add_argument("--threads", type=_positive_int, default=2, help="threads for every library (default 2)")
     parser.add_argument("--repeat", type=_positive_int, default=1,
@@ -180,14 +190,21 @@ def parse_args(argv):
     parser.add_argument("--dask", metavar="N_WORKERS", type=_positive_int,
                         help="also fit each library's Dask ranker on a LocalCluster of N_WORKERS single-threaded "
                              "worker processes")
-    parser.add_argument("--output", type=Path, default=HERE / "RESULTS.md",
-                        help="markdown report (default benchmarks/RESULTS.md)")
+    parser.add_argument("--output", type=Path,
+                        help="markdown report (default benchmarks/RESULTS.md; benchmarks/LETOR.md with --letor-folds)")
     parser.add_argument("--libraries", type=_library_list, default=list(LIBRARIES),
                         help="comma-separated subset of " + ",".join(LIBRARIES))
     parser.add_argument("--worker", help=argparse.SUPPRESS)  # internal: run one job file in this process
     args = parser.parse_args(argv)
     if args.synthetic is not None and args.synthetic < 2:
         parser.error("--synthetic needs at least 2 queries (some are held out for testing).")
+    if args.letor_folds:
+        given = [name for name in ("profile", "objectives", "dask") if getattr(args, name)]
+        if given or args.repeat != 1 or args.rounds != 100:
+            parser.error("--letor-folds runs its own protocols (every objective, fixed 100 rounds and early stopping); "
+                         "drop " + ", ".join(f"--{n}" for n in given or ["--repeat/--rounds"]) + ".")
+    if args.output is None:
+        args.output = HERE / ("LETOR.md" if args.letor_folds else "RESULTS.md")
     return args
 
 
@@ -245,6 +262,8 @@ def main(argv=None):
     meta = dict(date=datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
                 command=command_line(argv), machine=machine_info(), versions=versions(), revision=git_revision(),
                 settings=settings_from_args(args), load_before=load_average())
+    if args.letor_folds:
+        return letor_folds_main(args, libraries, meta)
     sections = []
     with tempfile.TemporaryDirectory(prefix="lambdamart-bench-") as tmp:
         for load in datasets_from_args(args):
@@ -253,12 +272,34 @@ def main(argv=None):
             sections.append(benchmark_dataset(dataset, libraries, args, Path(tmp)))
             del dataset
     meta["load_after"] = load_average()
-    report = render_report(meta, sections, libraries, skipped)
-    print(report)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(report)
-    _progress(f"wrote {args.output}")
+    _write_report(render_report(meta, sections, libraries, skipped), args.output)
     return 1 if any(section["errors"] for section in sections) else 0
+
+
+def letor_folds_main(args, libraries, meta):
+    errors = []
+
+    def attempt(what, job):
+        _progress(f"[--letor-folds] {what} ...")
+        try:
+            return run_job(job, workdir)
+        except WorkerError as err:
+            errors.append(str(err))
+            return None
+
+    with tempfile.TemporaryDirectory(prefix="lambdamart-folds-") as tmp:
+        workdir = Path(tmp)
+        result = run_letor_folds(args.letor_folds, libraries, ranker_objectives(), args.threads, workdir, attempt)
+    meta["load_after"] = load_average()
+    _write_report(render_folds_report(meta, result, errors), args.output)
+    return 1 if errors else 0
+
+
+def _write_report(report, path):
+    print(report)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(report)
+    _progress(f"wrote {path}")
 
 
 if __name__ == "__main__":

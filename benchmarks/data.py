@@ -71,11 +71,7 @@ def _split_by_query(X, y, qid, train_share=TRAIN_SHARE):
 def _same_width(train, test):
     """Pad the narrower split with zero columns: in LETOR files an absent feature is 0."""
     width = max(train[0].shape[1], test[0].shape[1])
-
-    def pad(X):
-        return np.hstack([X, np.zeros((X.shape[0], width - X.shape[1]), X.dtype)]) if X.shape[1] < width else X
-
-    return (pad(train[0]), *train[1:]), (pad(test[0]), *test[1:])
+    return _padded(train, width), _padded(test, width)
 
 
 def _sorted_by_query(X, y, qid):
@@ -110,3 +106,65 @@ def ndcg_on_test(scores, arrays):
     # Metrics).
     return {k: ndcg(arrays["y_test"], scores, arrays["qid_test"], k=k, gain="exponential", empty=1.0,
                     ties="average") for k in NDCG_CUTOFFS}
+
+
+# ------------------------------------------------------------------------------------------------ --letor-folds
+
+N_FOLDS = 5
+
+
+def letor_folds(directory):
+    """The five standard folds of a LETOR 4.0 directory, as dicts of name, part names and train/valid/test arrays.
+
+    Two layouts: ``Fold1`` … ``Fold5`` subdirectories holding ``train.txt``, ``vali.txt`` and ``test.txt`` (the
+    distribution's layout), or the five parts ``S1.txt`` … ``S5.txt`` alone, from which fold k trains on parts k,
+    k+1, k+2, validates on k+3 and tests on k+4 (mod 5), as LETOR 4.0 defines its folds. Every split has the same
+    width (the widest file's) and its rows grouped by query.
+    """
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise SystemExit(f"compare.py: --letor-folds {directory}: not a directory.")
+    if all((directory / f"Fold{k}" / name).exists() for k in range(1, N_FOLDS + 1)
+           for name in ("train.txt", "vali.txt", "test.txt")):
+        files = [[[directory / f"Fold{k}" / name] for name in ("train.txt", "vali.txt", "test.txt")]
+                 for k in range(1, N_FOLDS + 1)]
+        return _read_folds(files, directory)
+    parts = [directory / f"S{k}.txt" for k in range(1, N_FOLDS + 1)]
+    if not all(p.exists() for p in parts):
+        raise SystemExit(f"compare.py: --letor-folds {directory}: expected Fold1..Fold5 with train.txt, vali.txt and "
+                         "test.txt, or the parts S1.txt..S5.txt (LETOR 4.0 layouts).")
+    files = [[[parts[(k + j) % N_FOLDS] for j in range(3)], [parts[(k + 3) % N_FOLDS]], [parts[(k + 4) % N_FOLDS]]]
+             for k in range(N_FOLDS)]
+    return _read_folds(files, directory)
+
+
+def _read_folds(files, directory):
+    from lambdamart.datasets import load_letor
+
+    cache = {}
+
+    def read(path):
+        if path not in cache:
+            cache[path] = load_letor(path)
+        return cache[path]
+
+    width = max(read(path)[0].shape[1] for fold in files for split in fold for path in split)
+    folds = []
+    for k, fold in enumerate(files, start=1):
+        splits = []
+        for paths in fold:  # train, valid, test: each one or more files
+            X, y, qid = (np.concatenate(a) for a in zip(*(_padded(read(path), width) for path in paths)))
+            splits.append(_sorted_by_query(np.ascontiguousarray(X, dtype=np.float32), y, qid))
+        parts = [" + ".join(path.relative_to(directory).with_suffix("").as_posix() for path in paths)
+                 for paths in fold]
+        folds.append({"name": f"Fold{k}", "parts": parts, "train": splits[0], "valid": splits[1],
+                      "test": splits[2]})
+    return folds
+
+
+def _padded(split, width):
+    """(X, y, qid) with X widened by zero columns to ``width``."""
+    X = split[0]
+    if X.shape[1] < width:
+        X = np.hstack([X, np.zeros((X.shape[0], width - X.shape[1]), X.dtype)])
+    return (X, *split[1:])

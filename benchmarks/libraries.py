@@ -16,9 +16,17 @@ import numpy as np
 XGB_MIN_CHILD_WEIGHT = 1e-3
 
 
-def benchmark_settings(rounds, threads):
+# The early-stopping protocol of ``--letor-folds``: a smaller learning rate, many rounds, and the best round on the
+# validation queries' NDCG@10 kept once it has not improved for this many rounds.
+EARLY_STOPPING_PATIENCE = 50
+EARLY_STOPPING_AT = 10
+EARLY_STOPPING_ROUNDS = 1000
+EARLY_STOPPING_LEARNING_RATE = 0.05
+
+
+def benchmark_settings(rounds, threads, learning_rate=0.1):
     """The settings every library is given, in the benchmark's own names (each adapter translates them)."""
-    return dict(rounds=rounds, learning_rate=0.1, leaves=31, min_leaf=20, bins=255, truncation=30,
+    return dict(rounds=rounds, learning_rate=learning_rate, leaves=31, min_leaf=20, bins=255, truncation=30,
                 threads=threads, seed=0)
 
 
@@ -51,12 +59,41 @@ def _group_sizes(qid):
     return np.diff(np.r_[starts, qid.shape[0]])
 
 
-def _fit_qid(model, X, y, qid):
-    model.fit(X, y, qid=qid)  # one query id per row (rows are sorted by qid, which XGBoost requires)
+# The fit adapters: ``valid`` (X, y, qid) is the early-stopping set of ``--letor-folds``, whose patience and metric
+# are in the constructor arguments (``Library.early_stopping``) for ours and XGBoost's, in a callback for LightGBM's.
 
 
-def _fit_group(model, X, y, qid):
-    model.fit(X, y, group=_group_sizes(qid))  # LightGBM wants the sizes of consecutive queries
+def _fit_lambdamart(model, X, y, qid, valid=None):
+    model.fit(X, y, qid, eval_set=None if valid is None else [valid])
+
+
+def _fit_xgboost(model, X, y, qid, valid=None):
+    # One query id per row (rows are sorted by qid, which XGBoost requires).
+    if valid is None:
+        model.fit(X, y, qid=qid)
+    else:
+        model.fit(X, y, qid=qid, eval_set=[valid[:2]], eval_qid=[valid[2]], verbose=False)
+
+
+def _fit_lightgbm(model, X, y, qid, valid=None):
+    # LightGBM wants the sizes of consecutive queries; its early stopping is a callback given to fit.
+    if valid is None:
+        model.fit(X, y, group=_group_sizes(qid))
+        return
+    import lightgbm
+
+    model.fit(X, y, group=_group_sizes(qid), eval_set=[valid[:2]], eval_group=[_group_sizes(valid[2])],
+              eval_at=[EARLY_STOPPING_AT],
+              callbacks=[lightgbm.early_stopping(EARLY_STOPPING_PATIENCE, first_metric_only=True, verbose=False)])
+
+
+def _trees_used(model):
+    """Trees the fitted model predicts with (after early stopping, the best iteration's)."""
+    for attribute in ("n_estimators_", "best_iteration_"):  # ours; LightGBM (0 when it did not stop early)
+        if getattr(model, attribute, 0):
+            return int(getattr(model, attribute))
+    best = getattr(model, "best_iteration", None)  # XGBoost, 0-based, only after early stopping
+    return int(best) + 1 if best is not None else int(model.n_estimators)
 
 
 def _serve_lambdamart(model):
@@ -86,6 +123,7 @@ class Library:
     fit: Callable
     serve: Callable  # fitted model -> predict function for one query
     serve_path: str  # what ``serve`` calls, for the report
+    early_stopping: dict  # constructor arguments of the early-stopping protocol (besides the settings)
     jit_cache: bool = False  # numba kernels cached on disk: warm the cache first, report what was compiled
 
     def make(self, settings, extra=None):
@@ -94,12 +132,15 @@ class Library:
 
 
 LIBRARIES = {
-    "lambdamart": Library("lambdamart", "LambdaMARTRanker", _lambdamart_params, _fit_qid, _serve_lambdamart,
-                          "LambdaMARTRanker.predict(X), n_jobs=1", jit_cache=True),
-    "lightgbm": Library("lightgbm", "LGBMRanker", _lightgbm_params, _fit_group, _serve_lightgbm,
-                        "booster_.predict(X, num_threads=1) (Booster, not the sklearn wrapper)"),
-    "xgboost": Library("xgboost", "XGBRanker", _xgboost_params, _fit_qid, _serve_xgboost,
-                       "get_booster().inplace_predict(X), nthread=1 (Booster, not the sklearn wrapper)"),
+    "lambdamart": Library("lambdamart", "LambdaMARTRanker", _lambdamart_params, _fit_lambdamart, _serve_lambdamart,
+                          "LambdaMARTRanker.predict(X), n_jobs=1",
+                          {"n_iter_no_change": EARLY_STOPPING_PATIENCE, "eval_at": EARLY_STOPPING_AT}, jit_cache=True),
+    "lightgbm": Library("lightgbm", "LGBMRanker", _lightgbm_params, _fit_lightgbm, _serve_lightgbm,
+                        "booster_.predict(X, num_threads=1) (Booster, not the sklearn wrapper)", {}),
+    "xgboost": Library("xgboost", "XGBRanker", _xgboost_params, _fit_xgboost, _serve_xgboost,
+                       "get_booster().inplace_predict(X), nthread=1 (Booster, not the sklearn wrapper)",
+                       {"early_stopping_rounds": EARLY_STOPPING_PATIENCE,
+                        "eval_metric": f"ndcg@{EARLY_STOPPING_AT}"}),
 }
 REFERENCE = "lightgbm"  # ratios are to this library
 

@@ -3,6 +3,7 @@
 Rendering only: every figure comes from the workers' results and the run's metadata, gathered by compare.py.
 """
 
+import numpy as np
 from dask_run import WARMUP_QUERIES, WARMUP_ROUNDS
 from data import NDCG_CUTOFFS
 from libraries import LIBRARIES, REFERENCE, XGB_MIN_CHILD_WEIGHT
@@ -369,3 +370,84 @@ def render_notes():
 - The profile is `LambdaMARTRanker.fit_profile_`: the estimator times each stage of its own fit (numba kernels
   return only when their work is done); finer splits inside tree growth are not measured.
 """
+
+
+# ------------------------------------------------------------------------------------------------ --letor-folds
+
+
+def render_folds_report(meta, result, errors):
+    """The ``--letor-folds`` report: quality of every system on the five folds, in both conventions, tested
+    query by query against our default."""
+    from folds import BASELINE, CONVENTIONS, CUTOFFS, PROTOCOLS, SIGNIFICANCE, compare_with_baseline
+
+    folds = result["folds"]
+    parts = [
+        "# Ranking quality on the five LETOR 4.0 folds: LambdaMARTRanker vs LightGBM vs XGBoost",
+        "",
+        f"- Date: {meta['date']}",
+        f"- Command: `{meta['command']}`",
+        f"- Machine: {meta['machine']}",
+        "- Versions: " + ", ".join(f"{k} {v}" for k, v in meta["versions"].items()),
+        f"- lambdamart checkout: {meta['revision']}",
+        f"- Load average (1 min) before / after the run: {meta['load_before']} / {meta['load_after']}",
+        "",
+        _md_table(["fold", "train", "validation", "test", "training rows × features (queries)",
+                   "validation queries", "test rows (queries)"],
+                  [[f["name"], *f["parts"], f"{f['train_rows']:,} × {f['features']} ({f['train_queries']})",
+                    f["valid_queries"], f"{f['test_rows']:,} ({f['test_queries']})"] for f in folds]),
+        "",
+        "Protocols: **fixed** — every library with the benchmark's settings (100 rounds, learning rate 0.1, 31 "
+        "leaves, 20 rows per leaf, 255 bins, truncation 30); **early stopping** — learning rate 0.05, up to "
+        f"{result['settings']['early_stopping']['rounds']} rounds, stopped by NDCG@10 on the fold's validation part "
+        "after 50 rounds without improvement, the best round kept. Ours is the default `LambdaMARTRanker` with "
+        "those settings (`lambdamart`) and the same with each other objective (`lambdamart:NAME`).",
+        "",
+        "Metrics over the test queries of all five folds together (each query once), computed by "
+        "`lambdamart.metrics` from every library's test scores: gain 2^label − 1, tied scores averaged. "
+        "**LightGBM's convention**: a query without a relevant document scores 1, NDCG@k of a shorter query uses "
+        "all its documents. **LETOR 4.0's** (the official script's): both count 0. Δ is the mean per-query "
+        f"difference in NDCG@10 (LightGBM's convention) from `{BASELINE}`, with the p-values of a paired t-test and "
+        f"a Wilcoxon signed-rank test (scipy) over those queries; **bold** when both are below {SIGNIFICANCE}.",
+    ]
+    for protocol in PROTOCOLS:
+        systems = result["metrics"].get(protocol, {})
+        if not systems:
+            continue
+        baseline = systems.get(BASELINE)
+        title = "Fixed settings" if protocol == "fixed" else "Early stopping"
+        header = ["system", *[f"{m} ({'LightGBM' if c == 'lightgbm' else 'LETOR'})" for c in CONVENTIONS
+                              for m in (*(f"NDCG@{k}" for k in CUTOFFS), "MAP")],
+                  f"Δ NDCG@10 vs {BASELINE} (t-test p / Wilcoxon p; wins–losses)", "fit, 5 folds", "trees (mean)"]
+        rows = []
+        for system, scored in sorted(systems.items(), key=lambda kv: -kv[1]["mean"][("lightgbm", "NDCG@10")]):
+            cells = [f"{scored['mean'][(c, m)]:.4f}" for c in CONVENTIONS
+                     for m in (*(f"NDCG@{k}" for k in CUTOFFS), "MAP")]
+            if baseline is None or system == BASELINE:
+                delta = "–"
+            else:
+                cmp = compare_with_baseline(scored["queries"][("lightgbm", "NDCG@10")],
+                                            baseline["queries"][("lightgbm", "NDCG@10")])
+                delta = (f"{cmp.mean_difference:+.4f} ({cmp.t_test_p:.2g} / {cmp.wilcoxon_p:.2g}; "
+                         f"{cmp.wins}–{cmp.losses})")
+                if max(cmp.t_test_p, cmp.wilcoxon_p) < SIGNIFICANCE:
+                    delta = f"**{delta}**"
+            runs = [r for r in result["runs"] if r["protocol"] == protocol and r["variant"] == system]
+            rows.append([f"`{system}`", *cells, delta, _sec(sum(r["fit_s"] for r in runs)),
+                         f"{np.mean([r['trees'] for r in runs]):.0f}" if runs else "–"])
+        parts += ["", f"## {title}", "", _md_table(header, rows), "",
+                  "NDCG@10 (LightGBM's convention) per fold:", "",
+                  _md_table(["system", *(f["name"] for f in folds), "mean"],
+                            [[f"`{system}`", *(f"{v:.4f}" for v in s["fold_ndcg10"]),
+                              f"{s['mean'][('lightgbm', 'NDCG@10')]:.4f}"]
+                             for system, s in sorted(systems.items(),
+                                                     key=lambda kv: -kv[1]["mean"][("lightgbm", "NDCG@10")])])]
+    parts += ["", "Constructor arguments (fixed protocol; the early-stopping protocol sets the learning rate, the "
+              "rounds and these):", ""]
+    parts += [f"- `{LIBRARIES[n].estimator}({_kwargs(p)})`; early stopping: "
+              + (_kwargs(result["early_stopping_params"][n]) or "`lightgbm.early_stopping(50, first_metric_only=True)`"
+                 " callback, `eval_at=[10]`") for n, p in result["params"].items()]
+    parts += ["", "Fit times are each library's in one fresh process per library, one fit after another, after a "
+              "warm-up fit (numba cache, thread pools); on data this small they are mostly fixed costs."]
+    for error in errors:
+        parts += ["", "**Failed:**", "", "```", error, "```"]
+    return "\n".join(parts) + "\n"

@@ -160,8 +160,36 @@ def work_dask(job, data):
     return run_dask(job, data)
 
 
+def work_folds(job, data):
+    """``--letor-folds``: every fold under every protocol, for every variant of one library (every objective of
+    ours); saves each run's test scores (one .npz, keys ``fold/protocol/variant``) and returns fit times and trees.
+
+    A warm-up fit on the first fold loads the numba cache and the libraries' start-up first; folds are small, so
+    the fits run one after another in this process.
+    """
+    from libraries import _trees_used
+
+    lib = LIBRARIES[job["library"]]
+    first = job["folds"][0]
+    _tiny_fit(lib, job["settings"]["fixed"], {"X_train": data[f"{first}/X_train"],
+                                               "y_train": data[f"{first}/y_train"]})
+    runs, scores = [], {}
+    for fold in job["folds"]:
+        train, valid = ([data[f"{fold}/{a}_{split}"] for a in ("X", "y", "qid")] for split in ("train", "valid"))
+        for protocol, settings in job["settings"].items():
+            early = protocol == "early_stopping"
+            for variant, params in job["variants"].items():
+                model = lib.make(settings, {**params, **(lib.early_stopping if early else {})})
+                fit_s, _ = _timed(lib.fit, model, *train, valid if early else None)
+                scores[f"{fold}/{protocol}/{variant}"] = np.asarray(model.predict(data[f"{fold}/X_test"]), np.float64)
+                runs.append(dict(fold=fold, protocol=protocol, variant=variant, fit_s=fit_s,
+                                 trees=_trees_used(model)))
+    np.savez(job["scores"], **scores)
+    return {"runs": runs}
+
+
 WORKER_MODES = {"warmup": work_warmup, "fit": work_fit, "serve": work_serve, "profile": work_profile,
-                "dask": work_dask}
+                "dask": work_dask, "folds": work_folds}
 
 
 # ------------------------------------------------------------------------------------------------ worker helpers

@@ -26,7 +26,7 @@ def bench():
     with pytest.MonkeyPatch.context() as patch:
         patch.syspath_prepend(str(BENCHMARKS))
         return SimpleNamespace(**{name: importlib.import_module(name)
-                                  for name in ("compare", "data", "libraries", "report", "dask_run")})
+                                  for name in ("compare", "data", "libraries", "report", "dask_run", "folds")})
 
 
 @pytest.mark.slow
@@ -171,3 +171,77 @@ def test_objectives_skip_when_only_lambdarank_exists(bench, monkeypatch, capsys)
 
 def test_ranker_objectives_include_lambdarank(bench):
     assert "lambdarank" in bench.compare.ranker_objectives()
+
+
+def _letor_parts(directory, rng, n_parts=5):
+    """LETOR 4.0's five parts S1..S5: query ids k*100 + i, so every row says which part it came from."""
+    for k in range(1, n_parts + 1):
+        X, y, qid, _ = _ranking_files(rng, 6, 5)
+        y[qid == 0] = 0  # one query without a relevant document in every part
+        dump_svmlight_file(X, y, str(directory / f"S{k}.txt"), query_id=k * 100 + qid, zero_based=False)
+
+
+def test_letor_folds_rotate_the_five_parts(bench, tmp_path):
+    _letor_parts(tmp_path, np.random.default_rng(2))
+    folds = bench.data.letor_folds(tmp_path)
+    assert [f["parts"] for f in folds[:2]] == [["S1 + S2 + S3", "S4", "S5"], ["S2 + S3 + S4", "S5", "S1"]]
+    for k, fold in enumerate(folds):
+        parts_of = {split: set(np.unique(fold[split][2] // 100).tolist()) for split in ("train", "valid", "test")}
+        assert parts_of == {"train": {k % 5 + 1, (k + 1) % 5 + 1, (k + 2) % 5 + 1}, "valid": {(k + 3) % 5 + 1},
+                            "test": {(k + 4) % 5 + 1}}
+        assert all(np.all(np.diff(fold[split][2]) >= 0) for split in ("train", "valid", "test"))
+    # The distribution's own layout, Fold1..Fold5 with train/vali/test files, is read as it is.
+    for k, fold in enumerate(folds, start=1):
+        (tmp_path / "dist" / f"Fold{k}").mkdir(parents=True)
+        for split, name in (("train", "train.txt"), ("valid", "vali.txt"), ("test", "test.txt")):
+            X, y, qid = fold[split]
+            dump_svmlight_file(X, y, str(tmp_path / "dist" / f"Fold{k}" / name), query_id=qid, zero_based=False)
+    again = bench.data.letor_folds(tmp_path / "dist")
+    assert again[0]["parts"] == ["Fold1/train", "Fold1/vali", "Fold1/test"]
+    assert np.array_equal(again[3]["test"][2], folds[3]["test"][2])
+    with pytest.raises(SystemExit, match="S1.txt..S5.txt"):
+        bench.data.letor_folds(tmp_path / "dist" / "Fold1")
+
+
+def test_letor_conventions_differ_on_empty_and_short_queries(bench):
+    # Query 1: three documents, one relevant and ranked first; query 2: no relevant document.
+    y = np.array([1.0, 0.0, 0.0, 0.0, 0.0])
+    qid = np.array([1, 1, 1, 2, 2])
+    metrics = bench.folds.per_query_metrics(y, np.array([3.0, 2.0, 1.0, 1.0, 0.0]), qid)
+    assert metrics[("lightgbm", "NDCG@1")].tolist() == [1.0, 1.0]
+    assert metrics[("lightgbm", "NDCG@5")].tolist() == [1.0, 1.0]  # a short query: all its documents
+    assert metrics[("letor", "NDCG@1")].tolist() == [1.0, 0.0]
+    assert metrics[("letor", "NDCG@5")].tolist() == [0.0, 0.0]  # fewer than 5 documents: 0
+    assert metrics[("lightgbm", "MAP")].tolist() == [1.0, 1.0] and metrics[("letor", "MAP")].tolist() == [1.0, 0.0]
+
+
+def test_paired_comparison_is_scipys(bench):
+    from scipy import stats
+
+    rng = np.random.default_rng(3)
+    a, b = rng.random(50), rng.random(50)
+    result = bench.folds.compare_with_baseline(a, b)
+    assert result.t_test_p == pytest.approx(stats.ttest_rel(a, b).pvalue)
+    assert result.wilcoxon_p == pytest.approx(stats.wilcoxon(a, b).pvalue)
+    assert result.wins + result.losses == 50 and result.mean_difference == pytest.approx(np.mean(a - b))
+    assert bench.folds.compare_with_baseline(a, a).t_test_p == 1.0  # identical systems: nothing to test
+
+
+@pytest.mark.slow
+def test_letor_folds_run_writes_the_quality_report(bench, tmp_path):
+    _letor_parts(tmp_path, np.random.default_rng(4))
+    output = tmp_path / "LETOR.md"
+    proc = subprocess.run([sys.executable, str(COMPARE), "--letor-folds", str(tmp_path), "--threads", "1",
+                           "--output", str(output)], capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    report = output.read_text()
+    assert "## Fixed settings" in report and "## Early stopping" in report and "**Failed:**" not in report
+    for objective in bench.compare.ranker_objectives():
+        name = "lambdamart" if objective == "lambdarank" else f"lambdamart:{objective}"
+        assert report.count(f"| `{name}` |") == 4  # two tables per protocol
+    for library in ("lightgbm", "xgboost"):
+        if importlib.util.find_spec(library) is not None:
+            assert report.count(f"| `{library}` |") == 4
+    assert str(tmp_path) not in report
+    with pytest.raises(SystemExit):
+        bench.compare.parse_args(["--letor-folds", str(tmp_path), "--dask", "2"])

@@ -87,7 +87,7 @@ def _fit_lightgbm(model, X, y, qid, valid=None):
               callbacks=[lightgbm.early_stopping(EARLY_STOPPING_PATIENCE, first_metric_only=True, verbose=False)])
 
 
-def _trees_used(model):
+def trees_used(model):
     """Trees the fitted model predicts with (after early stopping, the best iteration's)."""
     for attribute in ("n_estimators_", "best_iteration_"):  # ours; LightGBM (0 when it did not stop early)
         if getattr(model, attribute, 0):

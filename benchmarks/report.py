@@ -6,6 +6,7 @@ Rendering only: every figure comes from the workers' results and the run's metad
 import numpy as np
 from dask_run import WARMUP_QUERIES, WARMUP_ROUNDS
 from data import NDCG_CUTOFFS
+from folds import BASELINE, CONVENTIONS, CUTOFFS, PROTOCOLS, SIGNIFICANCE, compare_with_baseline
 from libraries import LIBRARIES, REFERENCE, XGB_MIN_CHILD_WEIGHT
 from worker import PREDICT_REPEATS, SERVING_CALLS, SERVING_DOCS, TINY_ROUNDS, TINY_ROWS
 
@@ -378,8 +379,6 @@ def render_notes():
 def render_folds_report(meta, result, errors):
     """The ``--letor-folds`` report: quality of every system on the five folds, in both conventions, tested
     query by query against our default."""
-    from folds import BASELINE, CONVENTIONS, CUTOFFS, PROTOCOLS, SIGNIFICANCE, compare_with_baseline
-
     folds = result["folds"]
     parts = [
         "# Ranking quality on the five LETOR 4.0 folds: LambdaMARTRanker vs LightGBM vs XGBoost",

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 from context import REPO
-from libraries import LIBRARIES
+from libraries import LIBRARIES, trees_used
 
 SCRIPT = Path(__file__).resolve().with_name("compare.py")  # what a worker process runs, with --worker
 
@@ -167,8 +167,6 @@ def work_folds(job, data):
     A warm-up fit on the first fold loads the numba cache and the libraries' start-up first; folds are small, so
     the fits run one after another in this process.
     """
-    from libraries import _trees_used
-
     lib = LIBRARIES[job["library"]]
     first = job["folds"][0]
     _tiny_fit(lib, job["settings"]["fixed"], {"X_train": data[f"{first}/X_train"],
@@ -183,7 +181,7 @@ def work_folds(job, data):
                 fit_s, _ = _timed(lib.fit, model, *train, valid if early else None)
                 scores[f"{fold}/{protocol}/{variant}"] = np.asarray(model.predict(data[f"{fold}/X_test"]), np.float64)
                 runs.append(dict(fold=fold, protocol=protocol, variant=variant, fit_s=fit_s,
-                                 trees=_trees_used(model)))
+                                 trees=trees_used(model)))
     np.savez(job["scores"], **scores)
     return {"runs": runs}
 

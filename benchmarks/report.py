@@ -36,15 +36,8 @@ def _ratio(ours, ref):
 
 def render_report(meta, sections, libraries, skipped):
     parts = [
-        "# Benchmark: LambdaMARTRanker vs LightGBM vs XGBoost",
-        "",
-        f"- Date: {meta['date']}",
-        f"- Command: `{meta['command']}`",
-        f"- Machine: {meta['machine']}",
-        "- Versions: " + ", ".join(f"{k} {v}" for k, v in meta["versions"].items()),
-        f"- lambdamart checkout: {meta['revision']}",
-        f"- Load average (1 min) before / after the run: {meta['load_before']} / {meta['load_after']} "
-        "(other work on a shared machine makes every figure noisier; multi-threaded runs suffer most)",
+        *_header("# Benchmark: LambdaMARTRanker vs LightGBM vs XGBoost", meta),
+        "  (other work on a shared machine makes every figure noisier; multi-threaded runs suffer most)",
         f"- Settings: {meta['settings']['rounds']} rounds, learning rate 0.1, 31 leaves, min 20 rows per leaf, "
         f"255 bins, truncation 30, {meta['settings']['threads']} threads",
     ]
@@ -55,6 +48,14 @@ def render_report(meta, sections, libraries, skipped):
         parts += ["", *render_section(section, libraries)]
     parts += ["", render_notes()]
     return "\n".join(parts) + "\n"
+
+
+def _header(title, meta):
+    """The title and what every report says about its run."""
+    return [title, "", f"- Date: {meta['date']}", f"- Command: `{meta['command']}`", f"- Machine: {meta['machine']}",
+            "- Versions: " + ", ".join(f"{k} {v}" for k, v in meta["versions"].items()),
+            f"- lambdamart checkout: {meta['revision']}",
+            f"- Load average (1 min) before / after the run: {meta['load_before']} / {meta['load_after']}"]
 
 
 def _kwargs(params):
@@ -381,14 +382,7 @@ def render_folds_report(meta, result, errors):
     query by query against our default."""
     folds = result["folds"]
     parts = [
-        "# Ranking quality on the five LETOR 4.0 folds: LambdaMARTRanker vs LightGBM vs XGBoost",
-        "",
-        f"- Date: {meta['date']}",
-        f"- Command: `{meta['command']}`",
-        f"- Machine: {meta['machine']}",
-        "- Versions: " + ", ".join(f"{k} {v}" for k, v in meta["versions"].items()),
-        f"- lambdamart checkout: {meta['revision']}",
-        f"- Load average (1 min) before / after the run: {meta['load_before']} / {meta['load_after']}",
+        *_header("# Ranking quality on the five LETOR 4.0 folds: LambdaMARTRanker vs LightGBM vs XGBoost", meta),
         "",
         _md_table(["fold", "train", "validation", "test", "training rows × features (queries)",
                    "validation queries", "test rows (queries)"],

@@ -26,7 +26,7 @@ def bench():
     with pytest.MonkeyPatch.context() as patch:
         patch.syspath_prepend(str(BENCHMARKS))
         return SimpleNamespace(**{name: importlib.import_module(name)
-                                  for name in ("compare", "data", "libraries", "report", "dask_run", "folds")})
+                                  for name in ("compare", "data", "libraries", "report", "dask_run", "folds", "factors")})
 
 
 @pytest.mark.slow
@@ -245,3 +245,21 @@ def test_letor_folds_run_writes_the_quality_report(bench, tmp_path):
     assert str(tmp_path) not in report
     with pytest.raises(SystemExit):
         bench.compare.parse_args(["--letor-folds", str(tmp_path), "--dask", "2"])
+
+
+def test_factor_study_shuffles_within_queries_and_marks_significance(bench):
+    factors = bench.factors
+    rng = np.random.default_rng(5)
+    qid = np.repeat([3, 7, 9], [4, 5, 6])
+    X, y = rng.random((15, 2)), rng.integers(0, 3, 15).astype(float)
+    Xs, ys, qs = factors._shuffled((X, y, qid), 1)
+    assert np.array_equal(qs, qid) and not np.array_equal(Xs, X)
+    for q in (3, 7, 9):  # the same rows in every query, in another order
+        assert sorted(map(tuple, Xs[qs == q])) == sorted(map(tuple, X[qid == q]))
+    baseline, better = np.full(200, 0.5), np.full(200, 0.5) + rng.uniform(0.01, 0.02, 200)
+    other = next(v for v in factors.VARIANTS if v != factors.BASELINE)
+    meta = dict(date="d", command="c", machine="m", versions={}, revision="r", load_before="0", load_after="0")
+    report = factors.render(meta, [("fixed", {factors.BASELINE: {"data": baseline}, other: {"data": better}})],
+                            ["data"])
+    assert f"| {factors.BASELINE} | 0.5000 |" in report
+    assert f"| {other} | **0.5" in report  # a consistent gain on 200 queries is significant

@@ -1,0 +1,188 @@
+"""Which settings make a ranking difference, across data: the factor study behind the defaults (issue 15).
+
+    python benchmarks/factors.py [--output benchmarks/FACTORS.md] [--threads 2]
+
+Each variant of ``LambdaMARTRanker`` (one factor taken in or out of the defaults), and LightGBM and XGBoost, trains
+on every dataset under both protocols of ``--letor-folds`` (fixed 100 rounds at learning rate 0.1; learning rate
+0.05 with early stopping on validation queries, patience 50) and is scored by NDCG@10 in LightGBM's convention on
+held-out queries:
+
+- MQ2008's five folds as ``../shared`` holds them, and again with the rows of every training query shuffled (two
+  shuffles): ties in the first round are broken by row order, and MQ2008 is small enough for that to show;
+- LightGBM's lambdarank example (fixed: all of ``rank.train``; early stopping: its last 20 % of queries validate);
+- ``make_ranking_data`` with 150 and with 1000 training queries (a third as many validate), 1000 test queries,
+  two data seeds each.
+
+Differences from the default are tested query by query (paired t-test and Wilcoxon, as in ``LETOR.md``) on each
+group of datasets. Quality only, in this one process: no timing here means anything. A variant that halves the
+Newton step (XGBoost's doubled second-order weights) halves the early-stopping learning rate too.
+"""
+
+import argparse
+import datetime
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+from context import display_path, git_revision, load_average, machine_info, versions
+from data import SHARED_EXAMPLE, letor_folds
+from folds import SIGNIFICANCE, compare_with_baseline, settings_by_protocol
+from libraries import LIBRARIES, installed
+from report import _header, _md_table
+
+HERE = Path(__file__).resolve().parent
+MQ2008 = HERE.parent.parent / "shared" / "data" / "mq2008"
+SHUFFLES = (1, 2)
+SYNTHETIC = ((150, (0, 1)), (1000, (0, 1)))  # training queries, data seeds
+SYNTHETIC_TEST_QUERIES = 1000
+
+# name: (library, constructor arguments on top of the protocol's settings, early-stopping learning rate or None)
+VARIANTS = {
+    "default (LightGBM's lambdarank)": ("lambdamart", {}, None),
+    "half Newton step (XGBoost's doubled w)": ("lambdamart", {"learning_rate": 0.05}, 0.025),
+    "half step + min_samples_leaf=1 (XGBoost-like)": ("lambdamart", {"learning_rate": 0.05, "min_samples_leaf": 1},
+                                                      0.025),
+    "min_samples_leaf=1": ("lambdamart", {"min_samples_leaf": 1}, None),
+    "min_samples_leaf=40": ("lambdamart", {"min_samples_leaf": 40}, None),
+    "l2_regularization=1 (XGBoost's reg_lambda)": ("lambdamart", {"l2_regularization": 1.0}, None),
+    "min_sum_hessian=0.1": ("lambdamart", {"min_sum_hessian": 0.1}, None),
+    "query_normalization=False": ("lambdamart", {"query_normalization": False}, None),
+    "pair_normalization=False": ("lambdamart", {"pair_normalization": False}, None),
+    "truncation_level=1000 (every pair)": ("lambdamart", {"truncation_level": 1000}, None),
+    "LightGBM lambdarank": ("lightgbm", {}, None),
+    "XGBoost rank:ndcg (benchmark settings)": ("xgboost", {}, None),
+    "XGBoost rank:ndcg, reg_lambda=1, min_child_weight=1 (its defaults)": (
+        "xgboost", {"reg_lambda": 1.0, "min_child_weight": 1.0}, None),
+}
+BASELINE = "default (LightGBM's lambdarank)"
+
+
+def datasets():
+    """Dataset group -> its train/test sets, each a dict of ``fixed`` and ``early`` (the training rows of each
+    protocol), ``valid`` and ``test`` (X, y, qid)."""
+    from lambdamart.datasets import load_letor, make_ranking_data
+
+    out = {}
+    if MQ2008.is_dir():
+        folds = letor_folds(MQ2008)
+        out["MQ2008"] = [_sets(f["train"], f["train"], f["valid"], f["test"]) for f in folds]
+        out["MQ2008, rows shuffled"] = [_sets(train, train, f["valid"], f["test"]) for seed in SHUFFLES
+                                        for f in folds for train in [_shuffled(f["train"], seed)]]
+    if SHARED_EXAMPLE.is_dir():
+        train = load_letor(SHARED_EXAMPLE / "rank.train")
+        test = load_letor(SHARED_EXAMPLE / "rank.test", n_features=train[0].shape[1])
+        fit, valid = _split_queries(train, 0.8)
+        out["LightGBM's example"] = [_sets(train, fit, valid, test)]
+    for n_queries, seeds in SYNTHETIC:
+        sets = []
+        for seed in seeds:
+            X, y, qid = make_ranking_data(n_queries + n_queries // 3 + SYNTHETIC_TEST_QUERIES, random_state=seed)
+            train, rest = _split_queries((X, y, qid), n_queries)
+            valid, test = _split_queries(rest, n_queries // 3)
+            sets.append(_sets(train, train, valid, test))
+        out[f"make_ranking_data, {n_queries} queries"] = sets
+    return out
+
+
+def _sets(fixed, early, valid, test):
+    return {"fixed": fixed, "early": early, "valid": valid, "test": test}
+
+
+def _split_queries(data, first):
+    """The first ``first`` queries (a share when a float) and the rest."""
+    X, y, qid = data
+    queries = np.unique(qid)
+    n = int(first * queries.shape[0]) if isinstance(first, float) else first
+    head = np.isin(qid, queries[:n])
+    return (X[head], y[head], qid[head]), (X[~head], y[~head], qid[~head])
+
+
+def _shuffled(split, seed):
+    """The rows of every query in a random order; the queries stay where they are."""
+    X, y, qid = split
+    order = np.lexsort((np.random.default_rng(seed).random(qid.shape[0]), qid))
+    return X[order], y[order], qid[order]
+
+
+def ndcg10_per_query(y, scores, qid):
+    from lambdamart.metrics import ndcg
+
+    return ndcg(y, scores, qid, k=10, gain="exponential", ties="average", empty=1.0, reduce=None)
+
+
+def evaluate(variant, protocol, sets, threads):
+    library, params, early_learning_rate = VARIANTS[variant]
+    lib = LIBRARIES[library]
+    settings = settings_by_protocol(threads)[protocol]
+    early = protocol == "early_stopping"
+    if early:
+        params = {**params, **lib.early_stopping}
+        if early_learning_rate is not None:
+            params["learning_rate"] = early_learning_rate
+    per_query = []
+    for data in sets:
+        model = lib.make(settings, params)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # e.g. LightGBM's notes about its own parameters
+            lib.fit(model, *data["early" if early else "fixed"], data["valid"] if early else None)
+        X, y, qid = data["test"]
+        per_query.append(ndcg10_per_query(y, np.asarray(model.predict(X), np.float64), qid))
+    return np.concatenate(per_query)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--output", type=Path, default=HERE / "FACTORS.md")
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args(argv)
+    present, _ = installed(list(LIBRARIES))
+    variants = [v for v, (library, _, _) in VARIANTS.items() if library in present]
+    meta = dict(date=datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
+                command="python benchmarks/factors.py" + (f" --output {display_path(args.output)}"
+                                                          if args.output != HERE / "FACTORS.md" else ""),
+                machine=machine_info(), versions=versions(), revision=git_revision(), load_before=load_average())
+    data = datasets()
+    if not data:
+        raise SystemExit("factors.py: no dataset (is ../shared/data there, and lambdamart installed?)")
+    sections = []
+    for protocol in ("fixed", "early_stopping"):
+        scores = {}
+        for variant in variants:
+            print(f"[{protocol}] {variant} ...", file=sys.stderr, flush=True)
+            scores[variant] = {name: evaluate(variant, protocol, sets, args.threads) for name, sets in data.items()}
+        sections.append((protocol, scores))
+    meta["load_after"] = load_average()
+    report = render(meta, sections, list(data))
+    args.output.write_text(report)
+    print(report)
+    return 0
+
+
+def render(meta, sections, names):
+    parts = [*_header("# Factor study: what moves NDCG@10, across data", meta), "",
+             "Mean NDCG@10 (LightGBM's convention) on the held-out queries of each dataset group (see the module "
+             "docstring of `benchmarks/factors.py` for the data and protocols), and the difference from the default; "
+             f"**bold** when a paired t-test and a Wilcoxon test over those queries both give p < {SIGNIFICANCE}."]
+    for protocol, scores in sections:
+        baseline = scores[BASELINE]
+        rows = []
+        for variant, by_data in scores.items():
+            cells = []
+            for name in names:
+                mean = by_data[name].mean()
+                if variant == BASELINE:
+                    cells.append(f"{mean:.4f}")
+                    continue
+                cmp = compare_with_baseline(by_data[name], baseline[name])
+                cell = f"{mean:.4f} ({cmp.mean_difference:+.4f})"
+                cells.append(f"**{cell}**" if max(cmp.t_test_p, cmp.wilcoxon_p) < SIGNIFICANCE else cell)
+            rows.append([variant, *cells])
+        title = "Fixed: 100 rounds, learning rate 0.1" if protocol == "fixed" else \
+            "Early stopping: learning rate 0.05, patience 50 on validation queries"
+        parts += ["", f"## {title}", "", _md_table(["variant", *names], rows)]
+    return "\n".join(parts) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -25,8 +25,8 @@ def bench():
     """The benchmark's modules, imported as the script imports them: with benchmarks/ on sys.path."""
     with pytest.MonkeyPatch.context() as patch:
         patch.syspath_prepend(str(BENCHMARKS))
-        return SimpleNamespace(**{name: importlib.import_module(name)
-                                  for name in ("compare", "data", "libraries", "report", "dask_run", "folds", "factors")})
+        modules = ("compare", "data", "libraries", "report", "dask_run", "folds", "factors")
+        return SimpleNamespace(**{name: importlib.import_module(name) for name in modules})
 
 
 @pytest.mark.slow

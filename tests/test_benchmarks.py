@@ -228,21 +228,20 @@ def test_paired_comparison_is_scipys(bench):
 
 
 @pytest.mark.slow
-def test_letor_folds_run_writes_the_quality_report(bench, tmp_path):
+def test_letor_folds_run_writes_the_quality_report(bench, tmp_path, monkeypatch, capsys):
     _letor_parts(tmp_path, np.random.default_rng(4))
     output = tmp_path / "LETOR.md"
-    proc = subprocess.run([sys.executable, str(COMPARE), "--letor-folds", str(tmp_path), "--threads", "1",
-                           "--output", str(output)], capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    # The workers are processes of their own; the parent decides which objectives they fit. Two keep this short.
+    monkeypatch.setattr(bench.compare, "ranker_objectives", lambda: ["lambdarank", "yetirank"])
+    assert bench.compare.main(["--letor-folds", str(tmp_path), "--threads", "1", "--output", str(output)]) == 0
     report = output.read_text()
     assert "## Fixed settings" in report and "## Early stopping" in report and "**Failed:**" not in report
-    for objective in bench.compare.ranker_objectives():
-        name = "lambdamart" if objective == "lambdarank" else f"lambdamart:{objective}"
+    for name in ("lambdamart", "lambdamart:yetirank"):
         assert report.count(f"| `{name}` |") == 4  # two tables per protocol
     for library in ("lightgbm", "xgboost"):
         if importlib.util.find_spec(library) is not None:
             assert report.count(f"| `{library}` |") == 4
-    assert str(tmp_path) not in report
+    assert str(tmp_path) not in report and report.strip() == capsys.readouterr().out.strip()
     with pytest.raises(SystemExit):
         bench.compare.parse_args(["--letor-folds", str(tmp_path), "--dask", "2"])
 

@@ -99,6 +99,15 @@ def _subclasses(cls=Objective):
 
 
 @njit(cache=True)
+def add_pair(grad, hess, high, low, lam, w):
+    """Add one pair's λ and w to its two documents: λ pushes ``high`` (the higher label) up and ``low`` down."""
+    grad[high] -= lam
+    grad[low] += lam
+    hess[high] += w
+    hess[low] += w
+
+
+@njit(cache=True)
 def apply_sample_weight(sample_weight, start, stop, grad, hess):
     """Multiply the λ and w of rows ``start:stop`` by their sample weights (none when ``sample_weight`` is empty)."""
     if sample_weight.shape[0] > 0:

@@ -3,7 +3,7 @@
 import numpy as np
 from numba import njit, prange
 
-from .base import Objective, apply_sample_weight
+from .base import Objective, add_pair, apply_sample_weight
 
 
 @njit(cache=True)
@@ -41,10 +41,7 @@ def frank_gradients(scores, labels, offsets, query_indices, sample_weight, grad,
                     continue
                 high, low = (a, b) if labels[a] > labels[b] else (b, a)
                 lam, w = _fidelity_pair(scores[high] - scores[low])
-                grad[high] -= lam
-                grad[low] += lam
-                hess[high] += w
-                hess[low] += w
+                add_pair(grad, hess, high, low, lam, w)
         apply_sample_weight(sample_weight, start, stop, grad, hess)
 
 

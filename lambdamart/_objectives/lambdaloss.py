@@ -17,7 +17,7 @@ import numpy as np
 from numba import njit, prange
 
 from .._sort import descending_order
-from .base import Objective, apply_sample_weight
+from .base import Objective, add_pair, apply_sample_weight
 from .lambdarank import discount_table, inverse_ideal_dcg
 
 #: Weight of δ (NDCG-Loss2's term) against ρ (LambdaRank's), read from ``params["lambdaloss_mu"]``.
@@ -50,10 +50,7 @@ def _query_lambdaloss(scores, labels, gains, discounts, inv_idcg, truncation_lev
             p = 1.0 / (1.0 + np.exp(sigma * (scores[high] - scores[low])))
             lam = c * sigma * p
             w = c * sigma * sigma * p * (1.0 - p)
-            grad[high] -= lam
-            grad[low] += lam
-            hess[high] += w
-            hess[low] += w
+            add_pair(grad, hess, high, low, lam, w)
 
 
 @njit(cache=True, parallel=True)

@@ -3,7 +3,7 @@
 import numpy as np
 from numba import njit, prange
 
-from .base import Objective, apply_sample_weight
+from .base import Objective, add_pair, apply_sample_weight
 
 
 @njit(cache=True)
@@ -42,10 +42,7 @@ def ranknet_gradients(scores, labels, offsets, query_indices, sigma, partners, s
                     continue
                 high, low = (start + a, start + b) if la > lb else (start + b, start + a)
                 lam, w = _pair_terms(sigma, scores[high] - scores[low])
-                grad[high] -= lam
-                grad[low] += lam
-                hess[high] += w
-                hess[low] += w
+                add_pair(grad, hess, high, low, lam, w)
         apply_sample_weight(sample_weight, start, stop, grad, hess)
 
 

@@ -15,7 +15,7 @@ import numpy as np
 from numba import njit, prange
 
 from .._sort import descending_order
-from .base import Objective, apply_sample_weight
+from .base import Objective, add_pair, apply_sample_weight
 
 #: CatBoost's defaults: permutations per round, and the decay of a pair's weight with its position.
 DEFAULT_PERMUTATIONS = 10
@@ -46,10 +46,7 @@ def _query_yetirank(scores, labels, uniforms, decay, grad, hess):
                 weight = share * (labels[high] - labels[low])
                 # exp overflows to inf for a pair far in the right order: p = 0, as its limit.
                 p = 1.0 / (1.0 + np.exp(scores[high] - scores[low]))
-                grad[high] -= weight * p
-                grad[low] += weight * p
-                hess[high] += weight * p * (1.0 - p)
-                hess[low] += weight * p * (1.0 - p)
+                add_pair(grad, hess, high, low, weight * p, weight * p * (1.0 - p))
             share *= decay
 
 

@@ -141,19 +141,13 @@ def letor_folds(directory):
 def _read_folds(files, directory):
     from lambdamart.datasets import load_letor
 
-    cache = {}
-
-    def read(path):
-        if path not in cache:
-            cache[path] = load_letor(path)
-        return cache[path]
-
-    width = max(read(path)[0].shape[1] for fold in files for split in fold for path in split)
+    loaded = {path: load_letor(path) for fold in files for split in fold for path in split}  # each file once
+    width = max(X.shape[1] for X, _, _ in loaded.values())
     folds = []
     for k, fold in enumerate(files, start=1):
         splits = []
         for paths in fold:  # train, valid, test: each one or more files
-            X, y, qid = (np.concatenate(a) for a in zip(*(_padded(read(path), width) for path in paths)))
+            X, y, qid = (np.concatenate(a) for a in zip(*(_padded(loaded[path], width) for path in paths)))
             splits.append(_sorted_by_query(np.ascontiguousarray(X, dtype=np.float32), y, qid))
         parts = [" + ".join(path.relative_to(directory).with_suffix("").as_posix() for path in paths)
                  for paths in fold]

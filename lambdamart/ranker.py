@@ -820,21 +820,21 @@ class _Rounds:
             self.train_score.append(train_score)
         if valid_score is not None:
             self.valid_score.append(valid_score)
-        if est.verbose and ((it + 1) % est.verbose == 0 or it + 1 == est.n_estimators):
-            est._print_progress(it, self.train_score, self.valid_score, self.start_time)
         if self.valid_score and self.valid_score[-1] > self.best_score + est.tol:
             self.best_score, self.best_iter = self.valid_score[-1], it
-        stop = False
-        if self.stopping and it - self.best_iter >= est.n_iter_no_change:
-            if est.verbose:
-                print(f"early stopping: best round {self.best_iter + 1}, NDCG@{est.eval_at} {self.best_score:.5f}")
-            self.stopped = stop = True
-        elif self.interrupted:
-            warnings.warn(f"fit interrupted (Ctrl-C) after round {it + 1} of {est.n_estimators}: the model keeps the "
-                          f"rounds done. Press Ctrl-C twice to abandon a fit instead.", UserWarning, stacklevel=2)
-            stop = True
+        early_stop = self.stopping and it - self.best_iter >= est.n_iter_no_change
+        self.stopped = self.stopped or early_stop
+        stop = early_stop or self.interrupted
+        # The checkpoint is written before the round's progress line, so a round printed is a round saved.
         if self.checkpoints is not None and (stop or it + 1 == est.n_estimators or self.checkpoints.due(it + 1)):
             self.checkpoints.write(self.snapshot(self.record()))
+        if est.verbose and ((it + 1) % est.verbose == 0 or it + 1 == est.n_estimators):
+            est._print_progress(it, self.train_score, self.valid_score, self.start_time)
+        if early_stop and est.verbose:
+            print(f"early stopping: best round {self.best_iter + 1}, NDCG@{est.eval_at} {self.best_score:.5f}")
+        elif stop:
+            warnings.warn(f"fit interrupted (Ctrl-C) after round {it + 1} of {est.n_estimators}: the model keeps the "
+                          f"rounds done. Press Ctrl-C twice to abandon a fit instead.", UserWarning, stacklevel=2)
         return stop
 
     def record(self):

@@ -78,7 +78,7 @@ def descending_order(scores):
     merge sort branches on every comparison and reads each value through its index).
 
     Blocks of 16 sorted by rank, then a bottom-up merge sort, on integer keys (integer compares are quicker).
-    Scores with a NaN take numpy's sort, which places NaN last.
+    NaN scores come last, in row order, as in numpy's sort.
     """
     n = scores.shape[0]
     sorted_already = True
@@ -87,14 +87,16 @@ def descending_order(scores):
         has_nan |= scores[k] != scores[k]
         if k > 0 and scores[k - 1] < scores[k]:
             sorted_already = False
-    if has_nan:
-        return np.argsort(-scores, kind="mergesort")
-    if sorted_already:  # e.g. the first round, where all scores are 0
+    if sorted_already and not has_nan:  # e.g. the first round, where all scores are 0
         return np.arange(n)
     # The float's bits as an integer with the same order: negative floats get their magnitude bits flipped.
-    # Adding 0.0 first turns -0.0 into 0.0, equal as floats.
+    # Adding 0.0 first turns -0.0 into 0.0, equal as floats. NaN gets the smallest key, below -inf's.
     bits = (scores + 0.0).view(np.int64)
     keys = bits ^ ((bits >> 63) & 0x7FFFFFFFFFFFFFFF)
+    if has_nan:
+        for k in range(n):
+            if scores[k] != scores[k]:
+                keys[k] = np.iinfo(np.int64).min
     rows = np.arange(n)
     out_keys = np.empty_like(keys)
     out_rows = np.empty_like(rows)

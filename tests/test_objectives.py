@@ -229,6 +229,28 @@ def test_random_queries_match_brute_force(seed):
     np.testing.assert_allclose(hess, ref_hess, rtol=1e-10, atol=1e-10)
 
 
+def test_queries_whose_score_gaps_underflow_exp_take_the_general_kernel():
+    """exp(σ(s - max s)) underflows to 0 for scores ~1000 below a query's top: those queries fall back to the
+    general pair loop (its own kernel), the others stay on the fast one, and all match the reference."""
+    rng = np.random.default_rng(7)
+    sizes = np.array([6, 9, 5, 12])
+    offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+    n = int(offsets[-1])
+    labels = rng.integers(0, 3, n).astype(np.float64)
+    labels[offsets[:-1]] = 2.0
+    scores = rng.normal(size=n)
+    scores[offsets[1] + 2] = -2000.0  # query 1: one document far below the rest
+    scores[offsets[3]:offsets[3] + 3] = 1500.0  # query 3: three far above the rest
+    sw = rng.uniform(0.5, 2.0, n)
+    for pn, qn in ((False, False), (True, True)):
+        grad, hess = run_kernel(scores, labels, offsets, "exponential", 30, 1.0, pn, qn, sample_weight=sw)
+        ref_grad, ref_hess = ref_all(scores, labels, offsets, range(len(sizes)), "exponential", 30, 1.0, pn, qn, sw,
+                                     np.zeros(n), np.zeros(n))
+        np.testing.assert_allclose(grad, ref_grad, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(hess, ref_hess, rtol=1e-10, atol=1e-12)
+        assert np.abs(grad[offsets[1]:offsets[2]]).max() > 1e-3 and np.abs(grad[offsets[3]:]).max() > 1e-3
+
+
 def test_non_integer_labels_with_linear_gain():
     rng = np.random.default_rng(5)
     labels = rng.choice([0.0, 0.5, 1.25, 3.0], size=15)

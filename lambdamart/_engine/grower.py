@@ -65,6 +65,10 @@ def make_workspace(n_rows, total_bins, max_leaf_nodes):
 # ----------------------------------------------------------------------------------------------- the steps
 # Each step of growing a tree, callable on its own: what a grower outside numba (one that sums histograms across
 # machines, say) drives node by node. The leaf-wise grower below is built from the same kernels.
+#
+# Constants and prange indices passed to other kernels are wrapped in np.int64 / np.bool_: numba compiles a callee
+# once per literal value it receives (and a prange index is unsigned in the parallel loop, signed when typed
+# serially), and each extra specialisation of these kernels costs a second or more of compilation on first use.
 
 
 @njit(cache=True)
@@ -99,7 +103,10 @@ def partition_node(codes, rows, start, stop, feature, split_bin, missing_bin, mi
         buffer[n_right] = r
         n_left += goes_left
         n_right += not goes_left
-    rows[start + n_left:stop] = buffer[:n_right]
+    # A loop, not a slice assignment: that one's shape check formats an error message, and compiling numba's
+    # string formatting cost two seconds on first use.
+    for i in range(n_right):
+        rows[start + n_left + i] = buffer[i]
     return start + n_left
 
 
@@ -110,17 +117,18 @@ def node_histogram(codes, layout, rows, ordered_grad, ordered_hess, sum_grad, su
     The same sums in the same order as the leaf-wise grower's, so a tree grown step by step is the same tree.
     """
     for k in prange(layout.block_features.shape[0] - 1):
-        build_block(codes, layout, k, rows, ordered_grad, ordered_hess, sum_grad, sum_hess, count, hist)
+        build_block(codes, layout, np.int64(k), rows, ordered_grad, ordered_hess, sum_grad, sum_hess, count, hist)
 
 
 @njit(cache=True)
 def find_node_split(hist, n_bins, bin_offsets, features, sum_grad, sum_hess, count, params):
     """The best :class:`~.split.Split` of a node from its histogram, over the sorted ``features``."""
     splits = new_feature_splits(1, n_bins.shape[0])
+    node = np.int64(0)
     for f in features:
-        store_feature_split(splits, 0, f, hist, bin_offsets[f], n_bins[f], sum_grad, sum_hess, count,
+        store_feature_split(splits, node, f, hist, bin_offsets[f], n_bins[f], sum_grad, sum_hess, count,
                             params.l2_regularization, params.min_samples_leaf, params.min_sum_hessian)
-    return best_of(splits, 0, features)
+    return best_of(splits, node, features)
 
 
 # ------------------------------------------------------------------------------------ the leaf-wise grower
@@ -187,14 +195,14 @@ def grow_tree(codes, n_bins, layout, features, grad, hess, rows, params, workspa
 
     node_stop[0] = n_rows
     count[0] = n_rows
-    sum_grad[0], sum_hess[0] = gather_node(grad, hess, rows, 0, n_rows, ordered_grad, ordered_hess)
+    sum_grad[0], sum_hess[0] = gather_node(grad, hess, rows, np.int64(0), n_rows, ordered_grad, ordered_hess)
     n_nodes = 1
     n_leaves = 1
-    if _splittable(count[0], 0, max_depth, min_samples_leaf):
+    if _splittable(count[0], depth[0], max_depth, min_samples_leaf):
         sums[0, 0], sums[0, 1], sums[0, 2] = sum_grad[0], sum_hess[0], count[0]
-        _split_step(codes, layout, rows, ordered_grad, ordered_hess, n_bins, selected, hists[0], hists[0], True, False,
-                    sums, params, splits)
-        best = best_of(splits, 0, features)
+        _split_step(codes, layout, rows, ordered_grad, ordered_hess, n_bins, selected, hists[0], hists[0],
+                    np.bool_(True), np.bool_(False), sums, params, splits)
+        best = best_of(splits, np.int64(0), features)
         cand_gain[0], cand_feature[0], cand_bin[0], cand_missing_left[0] = best.gain, best.feature, best.bin, \
             best.missing_left
         cand_left_grad[0], cand_left_hess[0] = best.left_grad, best.left_hess
@@ -266,16 +274,17 @@ def _split_block(k, codes, layout, rows, ordered_grad, ordered_hess, n_bins, sel
     ``hist_large``) into the larger child's by subtraction, and search both children's best split per selected
     feature into ``splits`` (node 0 the smaller child, node 1 the larger)."""
     bin_offsets = layout.bin_offsets
+    small, large = np.int64(0), np.int64(1)
     build_block(codes, layout, k, rows, ordered_grad, ordered_hess, sums[0, 0], sums[0, 1], sums[0, 2], hist_small)
     for f in range(layout.block_features[k], layout.block_features[k + 1]):
         if not selected[f]:
             continue
         if search_small:
-            store_feature_split(splits, 0, f, hist_small, bin_offsets[f], n_bins[f], sums[0, 0], sums[0, 1],
+            store_feature_split(splits, small, f, hist_small, bin_offsets[f], n_bins[f], sums[0, 0], sums[0, 1],
                                 sums[0, 2], l2, min_samples_leaf, min_sum_hessian)
         if search_large:
             subtract_feature(hist_large, hist_small, bin_offsets, f)
-            store_feature_split(splits, 1, f, hist_large, bin_offsets[f], n_bins[f], sums[1, 0], sums[1, 1],
+            store_feature_split(splits, large, f, hist_large, bin_offsets[f], n_bins[f], sums[1, 0], sums[1, 1],
                                 sums[1, 2], l2, min_samples_leaf, min_sum_hessian)
 
 
@@ -287,8 +296,8 @@ def _split_step_parallel(codes, layout, rows, ordered_grad, ordered_hess, n_bins
     # writes to only as separate arrays, so the split records travel as their arrays and are put back together.
     for k in prange(layout.block_features.shape[0] - 1):
         splits = FeatureSplits(gain, bin, missing_left, left_grad, left_hess, left_count)
-        _split_block(k, codes, layout, rows, ordered_grad, ordered_hess, n_bins, selected, hist_small, hist_large,
-                     search_small, search_large, sums, l2, min_samples_leaf, min_sum_hessian, splits)
+        _split_block(np.int64(k), codes, layout, rows, ordered_grad, ordered_hess, n_bins, selected, hist_small,
+                     hist_large, search_small, search_large, sums, l2, min_samples_leaf, min_sum_hessian, splits)
 
 
 @njit(cache=True)

@@ -103,7 +103,7 @@ def make_layout(codes, n_bins, n_blocks):
     n_features, n_rows = codes.shape
     bin_offsets = bin_offsets_for(n_bins)
     step = max(1, n_rows // _MODE_SAMPLE)
-    counts = _bin_counts(codes, step, int(np.max(n_bins)) + 1)
+    counts = _bin_counts(codes[:, ::step], int(np.max(n_bins)) + 1)
     share = counts.max(axis=1) / max(1, counts.sum(axis=1)[0])
     sparse = share >= SPARSE_SHARE
     # Dense features go four per pass; the last one to three would each need a pass of their own, while in the
@@ -144,13 +144,10 @@ def _cut_blocks(work, dense, bin_offsets, n_blocks):
     return np.asarray(bounds, dtype=np.int64)
 
 
-@njit(cache=True, parallel=True)
-def _bin_counts(codes, step, width):
-    counts = np.zeros((codes.shape[0], width), dtype=np.int64)
-    for f in prange(codes.shape[0]):
-        for i in range(0, codes.shape[1], step):
-            counts[f, codes[f, i]] += 1
-    return counts
+def _bin_counts(codes, width):
+    """Rows per bin of every feature, ``(n_features, width)``. numpy: a kernel for this once-per-fit count cost
+    more to compile than it ever saved."""
+    return np.stack([np.bincount(column, minlength=width) for column in codes])
 
 
 @njit(cache=True, parallel=True)
@@ -187,7 +184,9 @@ def _sparse_rows(codes, bin_offsets, block_features, sparse_features, block_spar
                     code = codes[f, i]
                     row_bins[n] = bin_offsets[f] - base + code
                     n += code != mode_bin[f]
-                sparse_bin[ptr[k, i]:ptr[k, i + 1]] = row_bins[:n]
+                # A loop, not a slice assignment, whose shape check would compile numba's string formatting.
+                for j in range(n):
+                    sparse_bin[ptr[k, i] + j] = row_bins[j]
     return ptr, sparse_bin
 
 

@@ -16,20 +16,20 @@ def discount_table(max_query_size):
     return 1.0 / np.log2(np.arange(2, max_query_size + 2, dtype=np.float64))
 
 
-@njit(cache=True, parallel=True)
 def inverse_ideal_dcg(gains, offsets, discounts, truncation_level):
-    """1 / IDCG@truncation_level per query; 0 for a query whose ideal DCG is 0 (no pair can move NDCG)."""
+    """1 / IDCG@truncation_level per query; 0 for a query whose ideal DCG is 0 (no pair can move NDCG).
+
+    Once per fit, so numpy rather than a kernel (which cost three seconds of compilation on first use). The
+    discounted gains of each query are summed in rank order, as a loop over the ideal ranking would.
+    """
     n_queries = offsets.shape[0] - 1
-    out = np.zeros(n_queries)
-    for q in prange(n_queries):
-        start, stop = offsets[q], offsets[q + 1]
-        ideal = -np.sort(-gains[start:stop])
-        idcg = 0.0
-        for r in range(min(stop - start, truncation_level)):
-            idcg += ideal[r] * discounts[r]
-        if idcg > 0.0:
-            out[q] = 1.0 / idcg
-    return out
+    sizes = np.diff(offsets)
+    query = np.repeat(np.arange(n_queries), sizes)
+    ideal_gains = gains[np.lexsort((-gains, query))]  # queries stay contiguous, gains descend within each
+    rank = np.arange(gains.shape[0]) - np.repeat(offsets[:-1], sizes)
+    kept = rank < truncation_level
+    idcg = np.bincount(query[kept], weights=ideal_gains[kept] * discounts[rank[kept]], minlength=n_queries)
+    return np.divide(1.0, idcg, out=np.zeros(n_queries), where=idcg > 0.0)
 
 
 @njit(cache=True)
@@ -150,9 +150,70 @@ def _general_pairs(s, label, gain, e, discounts, inv_idcg, last_row, sigma, norm
 
 
 @njit(cache=True)
+def _ranked_query(scores, gains, labels, discounts, sigma):
+    """One query's documents in rank order: the row order, and (s, label, gain, e, discount) as rows of a
+    (5, n padded to a multiple of 8) array, with e = exp(σ(s - max s)) in (0, 1] (one exp per document instead of
+    one exp(σ·Δs) = e_h / e_o per pair). Also whether any e underflowed to 0."""
+    n = scores.shape[0]
+    # Stable descending sort: tied scores keep their row order, as LightGBM's std::stable_sort does. The pair loops
+    # then read everything in rank order, from contiguous arrays.
+    ranked = descending_order(scores)
+    work = np.empty((5, (n + 7) & -8))
+    s, label, gain, e, discount = work[0], work[1], work[2], work[3], work[4]
+    underflow = False
+    for k in range(n):
+        s[k] = scores[ranked[k]]
+        label[k] = labels[ranked[k]]
+        gain[k] = gains[ranked[k]]
+        discount[k] = discounts[k]
+        e[k] = np.exp(sigma * (s[k] - s[0]))
+        underflow |= not e[k] > 0.0
+    work[:, n:] = 1.0  # any finite value: the padding's pairs are computed but never read
+    return ranked, work, underflow
+
+
+@njit(cache=True)
+def _scatter_query(ranked, sums, sum_lambdas, query_normalization, grad, hess):
+    """Write the rank-ordered Σλ (``sums[2k]``) and Σw (``sums[2k + 1]``) back to row order, normalised by
+    log2(1 + Σ|λ|) / Σ|λ| with ``query_normalization``."""
+    factor = 1.0
+    if query_normalization and sum_lambdas > 0.0:
+        factor = np.log2(1.0 + sum_lambdas) / sum_lambdas
+    for k in range(ranked.shape[0]):
+        grad[ranked[k]] = sums[2 * k] * factor
+        hess[ranked[k]] = sums[2 * k + 1] * factor
+
+
+@njit(cache=True)
 def _query_lambdas(scores, gains, labels, discounts, inv_idcg, truncation_level, sigma, pair_normalization,
-                   query_normalization, average_precision, position, position_bias, grad, hess, bias_cost):
-    """λ and w of one query (views of the query's rows), written into ``grad`` and ``hess``.
+                   query_normalization, grad, hess):
+    """λ and w of one query (views of the query's rows) weighted by |ΔNDCG|, written into ``grad`` and ``hess``.
+
+    Returns False, writing nothing, when a document's e underflowed: :func:`_general_query_lambdas` handles that
+    query (and every query of |ΔAP| weights or position debiasing), so its code is compiled only when needed.
+    """
+    n = scores.shape[0]
+    if n < 2 or inv_idcg == 0.0:
+        grad[:] = 0.0
+        hess[:] = 0.0
+        return True
+    ranked, work, underflow = _ranked_query(scores, gains, labels, discounts, sigma)
+    if underflow:
+        return False
+    s = work[0]
+    # Score-difference normalisation is meaningless while all scores are equal (the first round).
+    normalize_pairs = pair_normalization and s[0] != s[n - 1]
+    sums = np.zeros(2 * work.shape[1])  # Σλ at 2k, Σw at 2k + 1
+    sum_lambdas = _ndcg_pairs(n, s, work[1], work[2], work[3], work[4], inv_idcg, min(n - 1, truncation_level),
+                              sigma, normalize_pairs, sums, np.empty(sums.shape[0]))
+    _scatter_query(ranked, sums, sum_lambdas, query_normalization, grad, hess)
+    return True
+
+
+@njit(cache=True)
+def _general_query_lambdas(scores, gains, labels, discounts, inv_idcg, truncation_level, sigma, pair_normalization,
+                           query_normalization, average_precision, position, position_bias, grad, hess, bias_cost):
+    """As :func:`_query_lambdas`, for every case (with :func:`_general_pairs`).
 
     ``average_precision`` swaps |ΔNDCG| for |ΔAP|: ``gains`` then hold 0/1 relevance and ``inv_idcg`` is 1/R.
     With ``position`` (displayed ranks, 1-based; empty for none), each pair is divided by the position biases
@@ -165,49 +226,49 @@ def _query_lambdas(scores, gains, labels, discounts, inv_idcg, truncation_level,
         grad[:] = 0.0
         hess[:] = 0.0
         return
-    # Stable descending sort: tied scores keep their row order, as LightGBM's std::stable_sort does. The pair loop
-    # then reads everything in rank order, from contiguous arrays, padded to a multiple of 8 for _ndcg_pairs.
-    ranked = descending_order(scores)
-    n_pad = (n + 7) & -8
-    work = np.empty((5, n_pad))
-    s, label, gain, e, discount = work[0], work[1], work[2], work[3], work[4]
-    for k in range(n):
-        s[k] = scores[ranked[k]]
-        label[k] = labels[ranked[k]]
-        gain[k] = gains[ranked[k]]
-        discount[k] = discounts[k]
-    work[:, n:] = 1.0  # any finite value: the padding's pairs are computed but never read
-    sums = np.zeros(2 * n_pad)  # Σλ at 2k, Σw at 2k + 1
-    # exp(σ·Δs) = e_h / e_o with e = exp(σ(s - max s)) in (0, 1]: one exp per document instead of one per pair.
-    underflow = False
-    for k in range(n):
-        e[k] = np.exp(sigma * (s[k] - s[0]))
-        underflow |= not e[k] > 0.0
-    # Score-difference normalisation is meaningless while all scores are equal (the first round).
+    ranked, work, _ = _ranked_query(scores, gains, labels, discounts, sigma)
+    s = work[0]
     normalize_pairs = pair_normalization and s[0] != s[n - 1]
-    last_row = min(n - 1, truncation_level)
     debias = position.shape[0] > 0
-    if not (average_precision or debias or underflow):
-        sum_lambdas = _ndcg_pairs(n, s, label, gain, e, discount, inv_idcg, last_row, sigma, normalize_pairs, sums,
-                                  np.empty(2 * n_pad))
-    else:
-        shown = position[ranked] - 1 if debias else position
-        cost_sum = np.zeros((2, n if debias else 0))
-        sum_lambdas = _general_pairs(s[:n], label[:n], gain[:n], e[:n], discounts, inv_idcg, last_row, sigma,
-                                     normalize_pairs, average_precision, shown, position_bias, sums[0::2],
-                                     sums[1::2], cost_sum)
-        for k in range(cost_sum.shape[1]):
-            bias_cost[0, ranked[k]] = cost_sum[0, k]
-            bias_cost[1, ranked[k]] = cost_sum[1, k]
-    factor = 1.0
-    if query_normalization and sum_lambdas > 0.0:
-        factor = np.log2(1.0 + sum_lambdas) / sum_lambdas
-    for k in range(n):
-        grad[ranked[k]] = sums[2 * k] * factor
-        hess[ranked[k]] = sums[2 * k + 1] * factor
+    shown = position[ranked] - 1 if debias else position
+    cost_sum = np.zeros((2, n if debias else 0))
+    sums = np.zeros(2 * n)
+    sum_lambdas = _general_pairs(s[:n], work[1, :n], work[2, :n], work[3, :n], discounts, inv_idcg,
+                                 min(n - 1, truncation_level), sigma, normalize_pairs, average_precision, shown,
+                                 position_bias, sums[0::2], sums[1::2], cost_sum)
+    for k in range(cost_sum.shape[1]):
+        bias_cost[0, ranked[k]] = cost_sum[0, k]
+        bias_cost[1, ranked[k]] = cost_sum[1, k]
+    _scatter_query(ranked, sums, sum_lambdas, query_normalization, grad, hess)
 
 
 @njit(cache=True, parallel=True)
+def _ndcg_gradients(scores, gains, labels, offsets, query_indices, discounts, inv_idcg, truncation_level, sigma,
+                    pair_normalization, query_normalization, sample_weight, grad, hess, done):
+    """λ and w weighted by |ΔNDCG| for the queries in ``query_indices``; ``done[k]`` False for those left to
+    :func:`_general_gradients` (an e underflowed)."""
+    for k in prange(query_indices.shape[0]):
+        start, stop = offsets[query_indices[k]], offsets[query_indices[k] + 1]
+        done[k] = _query_lambdas(scores[start:stop], gains[start:stop], labels[start:stop], discounts,
+                                 inv_idcg[query_indices[k]], truncation_level, sigma, pair_normalization,
+                                 query_normalization, grad[start:stop], hess[start:stop])
+        if done[k]:
+            apply_sample_weight(sample_weight, start, stop, grad, hess)
+
+
+@njit(cache=True, parallel=True)
+def _general_gradients(scores, gains, labels, offsets, query_indices, discounts, inv_idcg, truncation_level, sigma,
+                       pair_normalization, query_normalization, average_precision, position, position_bias,
+                       sample_weight, grad, hess, bias_cost):
+    for k in prange(query_indices.shape[0]):
+        start, stop = offsets[query_indices[k]], offsets[query_indices[k] + 1]
+        _general_query_lambdas(scores[start:stop], gains[start:stop], labels[start:stop], discounts,
+                               inv_idcg[query_indices[k]], truncation_level, sigma, pair_normalization,
+                               query_normalization, average_precision, position[start:stop], position_bias,
+                               grad[start:stop], hess[start:stop], bias_cost[:, start:stop])
+        apply_sample_weight(sample_weight, start, stop, grad, hess)
+
+
 def lambdarank_gradients(scores, gains, labels, offsets, query_indices, discounts, inv_idcg, truncation_level,
                          sigma, pair_normalization, query_normalization, average_precision, position, position_bias,
                          sample_weight, grad, hess, bias_cost):
@@ -217,14 +278,20 @@ def lambdarank_gradients(scores, gains, labels, offsets, query_indices, discount
     and ``inv_idcg`` 1/R per query (0 for a query without a relevant document). ``position`` (empty for none),
     ``position_bias`` (2, n_positions) and ``bias_cost`` (2, n_samples) serve Unbiased LambdaMART, see
     :func:`update_position_bias`; without positions they may be empty (the slices of empty arrays stay empty).
+
+    The common case (|ΔNDCG|, no positions) runs a kernel of its own; the general one, about as large again to
+    compile, runs only for the other cases and for queries whose scores are so far apart that an e underflowed.
     """
-    for k in prange(query_indices.shape[0]):
-        start, stop = offsets[query_indices[k]], offsets[query_indices[k] + 1]
-        _query_lambdas(scores[start:stop], gains[start:stop], labels[start:stop], discounts,
-                       inv_idcg[query_indices[k]], truncation_level, sigma, pair_normalization, query_normalization,
-                       average_precision, position[start:stop], position_bias, grad[start:stop],
-                       hess[start:stop], bias_cost[:, start:stop])
-        apply_sample_weight(sample_weight, start, stop, grad, hess)
+    if not (average_precision or position.shape[0] > 0):
+        done = np.empty(query_indices.shape[0], dtype=np.bool_)
+        _ndcg_gradients(scores, gains, labels, offsets, query_indices, discounts, inv_idcg, truncation_level, sigma,
+                        pair_normalization, query_normalization, sample_weight, grad, hess, done)
+        if done.all():
+            return
+        query_indices = query_indices[~done]
+    _general_gradients(scores, gains, labels, offsets, query_indices, discounts, inv_idcg, truncation_level, sigma,
+                       pair_normalization, query_normalization, average_precision, position, position_bias,
+                       sample_weight, grad, hess, bias_cost)
 
 
 def position_loss_totals(position, bias_cost, n_positions):

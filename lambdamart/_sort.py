@@ -90,16 +90,19 @@ def descending_order(scores):
     if sorted_already and not has_nan:  # e.g. the first round, where all scores are 0
         return np.arange(n)
     # The float's bits as an integer with the same order: negative floats get their magnitude bits flipped.
-    # Adding 0.0 first turns -0.0 into 0.0, equal as floats. NaN gets the smallest key, below -inf's.
-    bits = (scores + 0.0).view(np.int64)
-    keys = bits ^ ((bits >> 63) & 0x7FFFFFFFFFFFFFFF)
-    if has_nan:
-        for k in range(n):
-            if scores[k] != scores[k]:
-                keys[k] = np.iinfo(np.int64).min
-    rows = np.arange(n)
-    out_keys = np.empty_like(keys)
-    out_rows = np.empty_like(rows)
+    # Adding 0.0 first turns -0.0 into 0.0, equal as floats. NaN gets the smallest key, below -inf's. (Loops, not
+    # array expressions, which compile ufunc machinery: seconds on first use.)
+    values = np.empty(n)
+    for k in range(n):
+        values[k] = scores[k] + 0.0
+    keys = values.view(np.int64)
+    rows = np.empty(n, dtype=np.int64)
+    for k in range(n):
+        bits = keys[k]
+        keys[k] = np.iinfo(np.int64).min if scores[k] != scores[k] else bits ^ ((bits >> 63) & 0x7FFFFFFFFFFFFFFF)
+        rows[k] = k
+    out_keys = np.empty(n, dtype=np.int64)
+    out_rows = np.empty(n, dtype=np.int64)
     size = np.uint64(n)
     width = np.uint64(16)
     for lo in range(np.uint64(0), size, width):

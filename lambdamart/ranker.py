@@ -26,7 +26,7 @@ from . import _model_format
 from ._checkpoint import Checkpoints, TrainingState, check_compatible, fingerprint, read_latest
 from ._compat import Interval, StrOptions, check_sample_weight, validate_params
 from ._engine.binning import MAX_BINS, bin_features, find_thresholds
-from ._engine.grower import GrowthParams, add_leaf_values, grow_tree, make_workspace
+from ._engine.grower import PARALLEL_WORK, GrowthParams, add_leaf_values, grow_tree, make_workspace
 from ._engine.histogram import make_layout
 from ._engine.predict import add_tree_binned, predict_parallel, predict_serial
 from ._engine.tree import concatenate_trees, make_tree, split_trees
@@ -587,6 +587,7 @@ class LambdaMARTRanker(BaseEstimator):
         n_tree_queries = max(1, int(round(self.subsample * n_queries)))
         params = self._growth_params()
         workspace = make_workspace(n_rows, layout.total_bins, self.max_leaf_nodes)
+        parallel_work = None if numba.get_num_threads() == 1 else PARALLEL_WORK
 
         valid_rows = [np.arange(v.scores.shape[0], dtype=np.int64) for v in valid]
         for tree in trees:  # the scores the earlier rounds left, rebuilt with the same additions in order
@@ -606,7 +607,8 @@ class LambdaMARTRanker(BaseEstimator):
                 with _timed(profile, "gradients"):
                     objective.gradients(scores, tree_queries, grad, hess)
                 with _timed(profile, "tree_growth"):
-                    tree = grow_tree(codes, n_bins, layout, features, grad, hess, rows, params, workspace)
+                    tree = grow_tree(codes, n_bins, layout, features, grad, hess, rows, params, workspace,
+                                     parallel_work)
                 with _timed(profile, "score_update"):
                     add_leaf_values(scores, rows, tree.feature, tree.value, tree.node_start, tree.node_stop)
                     if rows.shape[0] < n_rows:  # rows outside the subsample walk the tree
@@ -830,8 +832,9 @@ class _Rounds:
             self.checkpoints.write(self.snapshot(self.record()))
         if est.verbose and ((it + 1) % est.verbose == 0 or it + 1 == est.n_estimators):
             est._print_progress(it, self.train_score, self.valid_score, self.start_time)
-        if early_stop and est.verbose:
-            print(f"early stopping: best round {self.best_iter + 1}, NDCG@{est.eval_at} {self.best_score:.5f}")
+        if early_stop:
+            if est.verbose:
+                print(f"early stopping: best round {self.best_iter + 1}, NDCG@{est.eval_at} {self.best_score:.5f}")
         elif stop:
             warnings.warn(f"fit interrupted (Ctrl-C) after round {it + 1} of {est.n_estimators}: the model keeps the "
                           f"rounds done. Press Ctrl-C twice to abandon a fit instead.", UserWarning, stacklevel=2)

@@ -60,8 +60,9 @@ def test_stepwise_growth_equals_grow_tree(seed, n_blocks, max_leaf_nodes, max_de
     subsample = np.sort(rng.choice(n_rows, 2400, replace=False)).astype(np.int64)
 
     fast_rows = subsample.copy()
+    # parallel_work=1: numba's threads search every node, block by block, and grow the stepwise grower's tree.
     fast = grow_tree(codes, n_bins, layout, features.astype(np.int64), grad, hess, fast_rows, params,
-                     make_workspace(n_rows, layout.total_bins, max_leaf_nodes))
+                     make_workspace(n_rows, layout.total_bins, max_leaf_nodes), 1)
     shard = RowShard(codes, n_bins, layout, grad, hess, subsample)
     steps = grow_tree_stepwise(shard, n_bins, layout.bin_offsets, features.astype(np.int64), params)
 

@@ -48,3 +48,20 @@ def test_ctrl_c_ends_the_fit_after_the_round_and_keeps_the_rounds():
     results = dict(line.rsplit(" ", 1) for line in out.splitlines() if not line.startswith("["))
     assert 5 <= int(results["ROUNDS"]) < 1_000_000
     assert results["WARNED"] == "True" and results["HANDLER RESTORED"] == "True" and results["SAME"] == "True"
+
+
+@pytest.mark.parametrize("verbose", [0, 1])
+def test_early_stopping_without_ctrl_c_gives_no_interruption_warning(verbose, capsys):
+    import warnings
+
+    from lambdamart import LambdaMARTRanker
+    from lambdamart.datasets import make_ranking_data
+
+    X, y, qid = make_ranking_data(40, random_state=1)
+    model = LambdaMARTRanker(n_estimators=500, learning_rate=0.5, n_iter_no_change=2, early_stopping=True,
+                             verbose=verbose, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model.fit(X, y, qid)
+    assert model.n_estimators_ < 500
+    assert ("early stopping: best round" in capsys.readouterr().out) == bool(verbose)

@@ -654,7 +654,7 @@ def test_position_needs_a_lambdarank_objective():
 # ---------------------------------------------------------------- the stable sort (lambdamart._sort)
 
 
-@pytest.mark.parametrize("kind", ["distinct", "ties", "signed-zeros", "infinite", "sorted", "reversed"])
+@pytest.mark.parametrize("kind", ["distinct", "ties", "signed-zeros", "infinite", "nan", "sorted", "reversed"])
 def test_descending_order_is_a_stable_descending_argsort(kind):
     """The kernel's sort matches numpy's stable argsort of -scores (tied scores in row order) at every size, around
     its 16-element blocks and its merges of equal and unequal runs."""
@@ -668,6 +668,9 @@ def test_descending_order_is_a_stable_descending_argsort(kind):
         elif kind == "infinite":
             x[rng.random(n) < 0.2] = np.inf
             x[rng.random(n) < 0.2] = -np.inf
+        elif kind == "nan":  # last, in row order, below -inf
+            x[rng.random(n) < 0.2] = -np.inf
+            x[rng.random(n) < 0.2] = np.nan
         elif kind == "sorted":
             x = np.sort(np.round(x))[::-1].copy()
         elif kind == "reversed":

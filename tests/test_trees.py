@@ -41,7 +41,7 @@ def grow_binned(codes, n_bins, grad, hess, max_leaf_nodes, max_depth=-1, min_sam
                           min_sum_hessian=float(min_sum_hessian), l2_regularization=float(l2),
                           learning_rate=float(learning_rate))
     out = grow_tree(codes, n_bins, layout, features, grad.astype(np.float64), hess.astype(np.float64), rows, params,
-                    make_workspace(codes.shape[1], layout.total_bins, max_leaf_nodes))
+                    make_workspace(codes.shape[1], layout.total_bins, max_leaf_nodes), None)
     return out, rows
 
 

@@ -7,7 +7,7 @@ thresholds below it, so ``x <= thresholds[b]`` exactly when its bin is ``<= b``.
 """
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 MAX_BINS = 255
 # As LightGBM's min_data_in_bin: a value seen fewer times than this shares its bin with the next value, so the
@@ -44,13 +44,17 @@ def find_thresholds(X, max_bins=MAX_BINS, rows=None):
     return table[np.arange(table.shape[1]) < counts[:, None]], threshold_offsets
 
 
-@njit(cache=True, parallel=True)
+# The kernels below run once per fit and are serial: on 2 cores, threads saved under 0.1 s of binning at 600k rows
+# (the work is memory-bound), and each parallel kernel costs a second or more of compilation on first use.
+
+
+@njit(cache=True)
 def _thresholds_per_feature(ordered, max_bins):
     """Thresholds of every feature (columns sorted, NaN last) as rows of a (n_features, max_bins) table."""
     n_features = ordered.shape[1]
     table = np.empty((n_features, max_bins))
     counts = np.zeros(n_features, dtype=np.int64)
-    for f in prange(n_features):
+    for f in range(n_features):
         m = ordered.shape[0]
         while m > 0 and np.isnan(ordered[m - 1, f]):
             m -= 1
@@ -111,14 +115,14 @@ def bin_features(X, rows, thresholds, threshold_offsets):
     return _bin_rows(X, rows, padded, counts)
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True)
 def _bin_rows(X, rows, padded, counts):
     n_features = padded.shape[0]
     n_rows = rows.shape[0]
     codes = np.empty((n_features, n_rows), dtype=np.uint8)
     block = 256
-    # Threads take blocks of rows, so each block of X is read from cache once for all its features.
-    for start in prange((n_rows + block - 1) // block):
+    # Blocks of rows, so each block of X is read from cache once for all its features.
+    for start in range((n_rows + block - 1) // block):
         lo = start * block
         hi = min(lo + block, n_rows)
         for f in range(n_features):

@@ -135,7 +135,7 @@ def find_node_split(hist, n_bins, bin_offsets, features, sum_grad, sum_hess, cou
 
 
 @njit(cache=True)
-def grow_tree(codes, n_bins, layout, features, grad, hess, rows, params, workspace):
+def grow_tree(codes, n_bins, layout, features, grad, hess, rows, params, workspace, parallel_work):
     """Grow one tree leaf-wise (best first) on the rows ``rows`` (partitioned in place).
 
     Parameters
@@ -154,6 +154,10 @@ def grow_tree(codes, n_bins, layout, features, grad, hess, rows, params, workspa
     params : GrowthParams
     workspace : Workspace
         Scratch buffers from :func:`make_workspace`, reused from tree to tree.
+    parallel_work : int or None
+        A node whose rows × features reach this is searched by numba's threads, one feature block each (the tree
+        is the same either way). None keeps every node on the calling thread, and the threaded step is then not
+        even compiled (a single-threaded fit saves that compilation).
 
     Returns
     -------
@@ -201,7 +205,7 @@ def grow_tree(codes, n_bins, layout, features, grad, hess, rows, params, workspa
     if _splittable(count[0], depth[0], max_depth, min_samples_leaf):
         sums[0, 0], sums[0, 1], sums[0, 2] = sum_grad[0], sum_hess[0], count[0]
         _split_step(codes, layout, rows, ordered_grad, ordered_hess, n_bins, selected, hists[0], hists[0],
-                    np.bool_(True), np.bool_(False), sums, params, splits)
+                    np.bool_(True), np.bool_(False), sums, params, splits, parallel_work)
         best = best_of(splits, np.int64(0), features)
         cand_gain[0], cand_feature[0], cand_bin[0], cand_missing_left[0] = best.gain, best.feature, best.bin, \
             best.missing_left
@@ -245,7 +249,8 @@ def grow_tree(codes, n_bins, layout, features, grad, hess, rows, params, workspa
         for side, child in ((0, small), (1, large)):
             sums[side, 0], sums[side, 1], sums[side, 2] = sum_grad[child], sum_hess[child], count[child]
         _split_step(codes, layout, rows[s0:s1], ordered_grad[s0:s1], ordered_hess[s0:s1], n_bins, selected,
-                    hists[slot[small]], hists[slot[large]], split_small, split_large, sums, params, splits)
+                    hists[slot[small]], hists[slot[large]], split_small, split_large, sums, params, splits,
+                    parallel_work)
         for side, child, can_split in ((0, small, split_small), (1, large, split_large)):
             if can_split:
                 best = best_of(splits, side, features)
@@ -306,23 +311,28 @@ def _split_step_serial(codes, layout, *args):
         _split_block(k, codes, layout, *args)
 
 
-# Row-feature updates below which a node is done on the calling thread: a small node's work is shorter than waking
-# the threads (and far shorter than waiting for them on a busy machine).
-_PARALLEL_WORK = 500_000
+#: Row-feature updates from which a fit with several threads searches a node in parallel (``parallel_work`` of
+#: :func:`grow_tree`): a smaller node's work is shorter than waking the threads (and far shorter than waiting for
+#: them on a busy machine).
+PARALLEL_WORK = 500_000
 
 
 @njit(cache=True)
 def _split_step(codes, layout, rows, ordered_grad, ordered_hess, n_bins, selected, hist_small, hist_large,
-                search_small, search_large, sums, params, splits):
+                search_small, search_large, sums, params, splits, parallel_work):
     """Histograms and best splits of a split's children (of the root when ``search_large`` is False)."""
     l2, min_leaf, min_hessian = params.l2_regularization, params.min_samples_leaf, params.min_sum_hessian
-    if rows.shape[0] * n_bins.shape[0] < _PARALLEL_WORK:
-        _split_step_serial(codes, layout, rows, ordered_grad, ordered_hess, n_bins, selected, hist_small, hist_large,
-                           search_small, search_large, sums, l2, min_leaf, min_hessian, splits)
-    else:
-        _split_step_parallel(codes, layout, rows, ordered_grad, ordered_hess, n_bins, selected, hist_small,
-                             hist_large, search_small, search_large, sums, l2, min_leaf, min_hessian, splits.gain,
-                             splits.bin, splits.missing_left, splits.left_grad, splits.left_hess, splits.left_count)
+    # Two plain tests, not one with `and`: numba prunes a branch on `argument is None` before typing it, which is
+    # what keeps the parallel kernel out of a single-threaded fit's compilation.
+    if parallel_work is not None:
+        if rows.shape[0] * n_bins.shape[0] >= parallel_work:
+            _split_step_parallel(codes, layout, rows, ordered_grad, ordered_hess, n_bins, selected, hist_small,
+                                 hist_large, search_small, search_large, sums, l2, min_leaf, min_hessian,
+                                 splits.gain, splits.bin, splits.missing_left, splits.left_grad, splits.left_hess,
+                                 splits.left_count)
+            return
+    _split_step_serial(codes, layout, rows, ordered_grad, ordered_hess, n_bins, selected, hist_small, hist_large,
+                       search_small, search_large, sums, l2, min_leaf, min_hessian, splits)
 
 
 @njit(cache=True, parallel=True)

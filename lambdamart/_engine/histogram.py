@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 from llvmlite import ir
-from numba import njit, prange, types
+from numba import njit, types
 from numba.extending import intrinsic
 
 # Most-frequent-bin share from which a feature is stored sparse. On MSLR-like data (make_ranking_data) trees grew
@@ -150,7 +150,7 @@ def _bin_counts(codes, width):
     return np.stack([np.bincount(column, minlength=width) for column in codes])
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True)  # serial, as the binning kernels (see binning.py)
 def _sparse_rows(codes, bin_offsets, block_features, sparse_features, block_sparse, mode_bin):
     n_blocks = block_features.shape[0] - 1
     n_rows = codes.shape[1]
@@ -159,7 +159,7 @@ def _sparse_rows(codes, bin_offsets, block_features, sparse_features, block_spar
     # ptr[k, r + 1] first counts row r's entries in block k; prefix sums then make it the end of the row's list,
     # the lists laid out block after block.
     ptr = np.zeros((n_blocks, n_rows + 1), dtype=np.int64)
-    for start in prange(n_chunks):
+    for start in range(n_chunks):
         for k in range(n_blocks):
             for s in range(block_sparse[k], block_sparse[k + 1]):
                 f = sparse_features[s]
@@ -172,7 +172,7 @@ def _sparse_rows(codes, bin_offsets, block_features, sparse_features, block_spar
             ptr[k, i + 1] += ptr[k, i]
         total = ptr[k, n_rows]
     sparse_bin = np.empty(total, dtype=np.uint16)
-    for start in prange(n_chunks):
+    for start in range(n_chunks):
         row_bins = np.empty(sparse_features.shape[0] + 1, dtype=np.uint16)
         for k in range(n_blocks):
             base = bin_offsets[block_features[k]]

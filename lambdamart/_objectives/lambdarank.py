@@ -4,6 +4,7 @@ The λ and w formulas, the truncation, the two normalisations (by |Δscore| per 
 query) and Unbiased LambdaMART's position biases are written out in ``docs/design.md`` ("Objectives").
 """
 
+import numba
 import numpy as np
 from numba import njit, prange
 
@@ -185,29 +186,35 @@ def _scatter_query(ranked, sums, sum_lambdas, query_normalization, grad, hess):
 
 
 @njit(cache=True)
-def _query_lambdas(scores, gains, labels, discounts, inv_idcg, truncation_level, sigma, pair_normalization,
-                   query_normalization, grad, hess):
-    """λ and w of one query (views of the query's rows) weighted by |ΔNDCG|, written into ``grad`` and ``hess``.
+def _query_lambdas(k, scores, gains, labels, offsets, query_indices, discounts, inv_idcg, truncation_level, sigma,
+                   pair_normalization, query_normalization, sample_weight, grad, hess, done):
+    """λ and w weighted by |ΔNDCG| of query ``query_indices[k]``, written into its rows of ``grad`` and ``hess``.
 
-    Returns False, writing nothing, when a document's e underflowed: :func:`_general_query_lambdas` handles that
-    query (and every query of |ΔAP| weights or position debiasing), so its code is compiled only when needed.
+    Sets ``done[k]`` False, writing nothing, when a document's e underflowed: :func:`_general_query_lambdas`
+    handles that query (and every query of |ΔAP| weights or position debiasing), so its code is compiled only when
+    needed.
     """
-    n = scores.shape[0]
-    if n < 2 or inv_idcg == 0.0:
-        grad[:] = 0.0
-        hess[:] = 0.0
-        return True
-    ranked, work, underflow = _ranked_query(scores, gains, labels, discounts, sigma)
+    q = query_indices[k]
+    start, stop = offsets[q], offsets[q + 1]
+    n = stop - start
+    done[k] = True
+    if n < 2 or inv_idcg[q] == 0.0:
+        grad[start:stop] = 0.0
+        hess[start:stop] = 0.0
+        return
+    ranked, work, underflow = _ranked_query(scores[start:stop], gains[start:stop], labels[start:stop], discounts,
+                                            sigma)
     if underflow:
-        return False
+        done[k] = False
+        return
     s = work[0]
     # Score-difference normalisation is meaningless while all scores are equal (the first round).
     normalize_pairs = pair_normalization and s[0] != s[n - 1]
     sums = np.zeros(2 * work.shape[1])  # Σλ at 2k, Σw at 2k + 1
-    sum_lambdas = _ndcg_pairs(n, s, work[1], work[2], work[3], work[4], inv_idcg, min(n - 1, truncation_level),
+    sum_lambdas = _ndcg_pairs(n, s, work[1], work[2], work[3], work[4], inv_idcg[q], min(n - 1, truncation_level),
                               sigma, normalize_pairs, sums, np.empty(sums.shape[0]))
-    _scatter_query(ranked, sums, sum_lambdas, query_normalization, grad, hess)
-    return True
+    _scatter_query(ranked, sums, sum_lambdas, query_normalization, grad[start:stop], hess[start:stop])
+    apply_sample_weight(sample_weight, start, stop, grad, hess)
 
 
 @njit(cache=True)
@@ -242,18 +249,21 @@ def _general_query_lambdas(scores, gains, labels, discounts, inv_idcg, truncatio
     _scatter_query(ranked, sums, sum_lambdas, query_normalization, grad, hess)
 
 
+# The same loop twice, on the calling thread and on numba's threads: a single-threaded fit (all small ones) then
+# never compiles the parallel version, which costs seconds on first use.
+@njit(cache=True)
+def _ndcg_gradients_serial(scores, gains, labels, offsets, query_indices, *args):
+    for k in range(query_indices.shape[0]):
+        _query_lambdas(k, scores, gains, labels, offsets, query_indices, *args)
+
+
 @njit(cache=True, parallel=True)
-def _ndcg_gradients(scores, gains, labels, offsets, query_indices, discounts, inv_idcg, truncation_level, sigma,
-                    pair_normalization, query_normalization, sample_weight, grad, hess, done):
-    """λ and w weighted by |ΔNDCG| for the queries in ``query_indices``; ``done[k]`` False for those left to
-    :func:`_general_gradients` (an e underflowed)."""
+def _ndcg_gradients_parallel(scores, gains, labels, offsets, query_indices, discounts, inv_idcg, truncation_level,
+                             sigma, pair_normalization, query_normalization, sample_weight, grad, hess, done):
     for k in prange(query_indices.shape[0]):
-        start, stop = offsets[query_indices[k]], offsets[query_indices[k] + 1]
-        done[k] = _query_lambdas(scores[start:stop], gains[start:stop], labels[start:stop], discounts,
-                                 inv_idcg[query_indices[k]], truncation_level, sigma, pair_normalization,
-                                 query_normalization, grad[start:stop], hess[start:stop])
-        if done[k]:
-            apply_sample_weight(sample_weight, start, stop, grad, hess)
+        _query_lambdas(np.int64(k), scores, gains, labels, offsets, query_indices, discounts, inv_idcg,
+                       truncation_level, sigma, pair_normalization, query_normalization, sample_weight, grad, hess,
+                       done)
 
 
 @njit(cache=True, parallel=True)
@@ -284,8 +294,9 @@ def lambdarank_gradients(scores, gains, labels, offsets, query_indices, discount
     """
     if not (average_precision or position.shape[0] > 0):
         done = np.empty(query_indices.shape[0], dtype=np.bool_)
-        _ndcg_gradients(scores, gains, labels, offsets, query_indices, discounts, inv_idcg, truncation_level, sigma,
-                        pair_normalization, query_normalization, sample_weight, grad, hess, done)
+        kernel = _ndcg_gradients_serial if numba.get_num_threads() == 1 else _ndcg_gradients_parallel
+        kernel(scores, gains, labels, offsets, query_indices, discounts, inv_idcg, truncation_level, sigma,
+               pair_normalization, query_normalization, sample_weight, grad, hess, done)
         if done.all():
             return
         query_indices = query_indices[~done]

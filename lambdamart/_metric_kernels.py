@@ -11,19 +11,19 @@ All metrics are written over *tie groups*: maximal runs of equal scores in the r
 document is its own group, so the same closed forms give the plain metric of the stable sort.
 """
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit, prange
+from numba.extending import overload
 
 from ._sort import descending_order
-
-# Metric codes for `per_query`. One dispatching driver rather than a jitted function passed as an argument:
-# numba cannot reuse its on-disk cache for functions specialised on a dispatcher argument.
-NDCG, DCG, AP, RR, PRECISION, RECALL, HITS, ERR, KENDALL, KENDALL_GAIN = range(10)
 
 
 @njit(cache=True, parallel=True)
 def per_query(metric, x, aux, score, offsets, k, average):
-    """Value of ``metric`` for every query (rows ``offsets[q]:offsets[q + 1]``), in parallel over queries."""
+    """Value of ``metric`` (one of :data:`NDCG` ... :data:`KENDALL_GAIN`) for every query (rows
+    ``offsets[q]:offsets[q + 1]``), in parallel over queries."""
     n_queries = offsets.shape[0] - 1
     out = np.empty(n_queries)
     for q in prange(n_queries):
@@ -363,24 +363,65 @@ def kendall_gain_query(label, gain, score, k, average):
     return _kendall(label, gain, score, average, True)
 
 
-@njit(cache=True)
+# Which metric per_query computes is a type, not a number: each metric is an empty named tuple of its own class,
+# per_query is compiled per class, and _query_value's overload picks that metric's kernel while typing, so a call
+# compiles only its own metric (all ten at once cost ~15 s on first use). Not a kernel passed as an argument: numba
+# cannot reuse its disk cache for functions specialised on a dispatcher.
+class _Ndcg(NamedTuple):
+    pass
+
+
+class _Dcg(NamedTuple):
+    pass
+
+
+class _Ap(NamedTuple):
+    pass
+
+
+class _Rr(NamedTuple):
+    pass
+
+
+class _Precision(NamedTuple):
+    pass
+
+
+class _Recall(NamedTuple):
+    pass
+
+
+class _Hits(NamedTuple):
+    pass
+
+
+class _Err(NamedTuple):
+    pass
+
+
+class _Kendall(NamedTuple):
+    pass
+
+
+class _KendallGain(NamedTuple):
+    pass
+
+
+_QUERY_KERNELS = {_Ndcg: ndcg_query, _Dcg: dcg_query, _Ap: ap_query, _Rr: rr_query, _Precision: precision_query,
+                  _Recall: recall_query, _Hits: hits_query, _Err: err_query, _Kendall: kendall_query,
+                  _KendallGain: kendall_gain_query}
+NDCG, DCG, AP, RR, PRECISION, RECALL, HITS, ERR, KENDALL, KENDALL_GAIN = (cls() for cls in _QUERY_KERNELS)
+
+
 def _query_value(metric, x, aux, score, k, average):
-    if metric == NDCG:
-        return ndcg_query(x, aux, score, k, average)
-    if metric == DCG:
-        return dcg_query(x, aux, score, k, average)
-    if metric == AP:
-        return ap_query(x, aux, score, k, average)
-    if metric == RR:
-        return rr_query(x, aux, score, k, average)
-    if metric == PRECISION:
-        return precision_query(x, aux, score, k, average)
-    if metric == RECALL:
-        return recall_query(x, aux, score, k, average)
-    if metric == HITS:
-        return hits_query(x, aux, score, k, average)
-    if metric == ERR:
-        return err_query(x, aux, score, k, average)
-    if metric == KENDALL:
-        return kendall_query(x, aux, score, k, average)
-    return kendall_gain_query(x, aux, score, k, average)
+    """The value of ``metric`` on one query (numba only: its overload below)."""
+    raise NotImplementedError("_query_value runs inside numba kernels only")
+
+
+@overload(_query_value)
+def _query_value_overload(metric, x, aux, score, k, average):
+    kernel = _QUERY_KERNELS[metric.instance_class]
+
+    def value(metric, x, aux, score, k, average):
+        return kernel(x, aux, score, k, average)
+    return value

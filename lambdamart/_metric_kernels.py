@@ -17,20 +17,39 @@ import numpy as np
 from numba import njit, prange
 from numba.extending import overload
 
+from ._parallel import threads_pay
 from ._sort import descending_order
+
+# Rows from which the metrics take numba's threads (when there are several): below, a metric is a few milliseconds
+# on one thread, and the parallel driver, a second or more to compile per metric, is not compiled at all.
+_PARALLEL_ROWS = 100_000
+
+
+def per_query(metric, x, aux, score, offsets, k, average):
+    """Value of ``metric`` (one of :data:`NDCG` ... :data:`KENDALL_GAIN`) for every query (rows
+    ``offsets[q]:offsets[q + 1]``): NaN where it is undefined."""
+    threaded = threads_pay(score.shape[0], _PARALLEL_ROWS)
+    out = np.empty(offsets.shape[0] - 1)
+    (_per_query_parallel if threaded else _per_query_serial)(metric, x, aux, score, offsets, k, average, out)
+    return out
+
+
+@njit(cache=True)
+def _query_job(q, metric, x, aux, score, offsets, k, average, out):
+    lo, hi = offsets[q], offsets[q + 1]
+    out[q] = _query_value(metric, x[lo:hi], aux[lo:hi], score[lo:hi], k, average)
+
+
+@njit(cache=True)
+def _per_query_serial(metric, *args):
+    for q in range(args[-1].shape[0]):
+        _query_job(q, metric, *args)
 
 
 @njit(cache=True, parallel=True)
-def per_query(metric, x, aux, score, offsets, k, average):
-    """Value of ``metric`` (one of :data:`NDCG` ... :data:`KENDALL_GAIN`) for every query (rows
-    ``offsets[q]:offsets[q + 1]``), in parallel over queries."""
-    n_queries = offsets.shape[0] - 1
-    out = np.empty(n_queries)
-    for q in prange(n_queries):
-        lo = offsets[q]
-        hi = offsets[q + 1]
-        out[q] = _query_value(metric, x[lo:hi], aux[lo:hi], score[lo:hi], k, average)
-    return out
+def _per_query_parallel(metric, x, aux, score, offsets, k, average, out):
+    for q in prange(out.shape[0]):
+        _query_job(np.int64(q), metric, x, aux, score, offsets, k, average, out)
 
 
 @njit(cache=True)

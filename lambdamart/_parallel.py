@@ -27,6 +27,13 @@ def n_threads(n_jobs):
     return min(n_jobs, available)
 
 
+def threads_pay(work, threshold):
+    """Whether a kernel that comes in a serial and a parallel version should run the parallel one: numba has more
+    than one thread here and there are at least ``threshold`` items of work. Below that, waking the threads costs
+    more than they save, and the parallel version (seconds to compile on first use) is never compiled."""
+    return work >= threshold and numba.get_num_threads() > 1
+
+
 def _thread_safe_layer():
     """Whether numba's threading layer is known to allow concurrent parallel launches from several threads."""
     try:

@@ -499,3 +499,21 @@ def test_public_names_and_docstrings():
         doc = getattr(M, name).__doc__
         assert "Parameters" in doc and "Returns" in doc and "ties :" in doc
         assert not re.search(r"\{[a-z_]+\}", doc)  # every shared section was filled in
+
+
+@pytest.mark.parametrize("name", ["ndcg", "dcg", "mean_average_precision", "mean_reciprocal_rank", "precision_at_k",
+                                  "recall_at_k", "hits_at_k", "err", "kendall_tau"])
+def test_threaded_and_single_threaded_drivers_give_the_same_values(name, monkeypatch):
+    """Metrics run on numba's threads from _PARALLEL_ROWS rows on: the same per-query values either way."""
+    from lambdamart import _metric_kernels
+
+    rng = np.random.default_rng(3)
+    qid = np.repeat(np.arange(60), rng.integers(1, 30, 60))
+    y = rng.integers(0, 4, qid.shape[0]).astype(float)
+    s = np.round(rng.normal(size=qid.shape[0]), 1)  # with ties
+    metric = getattr(M, name)
+    values = {}
+    for rows in (10**9, 0):
+        monkeypatch.setattr(_metric_kernels, "_PARALLEL_ROWS", rows)
+        values[rows] = metric(y, s, qid, reduce=None)
+    np.testing.assert_array_equal(values[0], values[10**9])

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from helpers import reference_predict
 
+from lambdamart._engine import predict as predict_module
 from lambdamart._engine.binning import MIN_SAMPLES_PER_BIN, bin_features, find_thresholds
 from lambdamart._engine.grower import GrowthParams, add_leaf_values, grow_tree, make_workspace
 from lambdamart._engine.histogram import SPARSE_SHARE, build_block, make_layout, new_histograms, subtract_feature
@@ -656,7 +657,10 @@ def test_split_values_from_missing_uses_infinite_threshold():
 # ---------------------------------------------------------------- prediction paths agree
 
 
-def test_predict_serial_parallel_and_binned_agree():
+@pytest.mark.parametrize("binned_threads", [False, True], ids=["binned-serial", "binned-parallel"])
+def test_predict_serial_parallel_and_binned_agree(binned_threads, monkeypatch):
+    """Both versions of the binned walk too (the parallel one from the first row when threads are allowed)."""
+    monkeypatch.setattr(predict_module, "_PARALLEL_BINNED_ROWS", 0 if binned_threads else 10**9)
     rng = np.random.default_rng(10)
     X = rng.normal(size=(600, 5))
     X[rng.random(X.shape) < 0.1] = np.nan

@@ -4,6 +4,8 @@ import numpy as np
 from numba import njit, prange, types
 from numba.extending import intrinsic
 
+from .._parallel import threads_pay
+
 # Rows per block: each tree is walked for a whole block of rows before the next, so its nodes stay in cache.
 _BLOCK = 64
 # Rows walked down a tree together (the code below is written out for eight): one row's walk is a chain of
@@ -122,22 +124,41 @@ def predict_serial(X, feature, threshold, missing_left, left, right, value, tree
     return out
 
 
-@njit(cache=True, parallel=True)
-def add_tree_binned(codes, n_bins, tree, rows, scores):
-    """``scores[r] += tree(r)`` for the rows ``rows`` of binned data ``codes`` and a :class:`~.grower.GrownTree`."""
+@njit(cache=True)
+def _binned_leaf(codes, n_bins, tree, r):
+    """The leaf of the :class:`~.grower.GrownTree` ``tree`` that row ``r`` of the binned data ``codes`` reaches."""
     feature, split_bin, missing_left, left, right = tree.feature, tree.split_bin, tree.missing_left, tree.left, \
         tree.right
-    value = tree.value
+    node = 0
+    while left[node] != -1:
+        f = feature[node]
+        code = codes[f, r]
+        if code == n_bins[f]:
+            node = left[node] if missing_left[node] else right[node]
+        elif code <= split_bin[node]:
+            node = left[node]
+        else:
+            node = right[node]
+    return node
+
+
+@njit(cache=True)
+def _add_tree_binned_serial(codes, n_bins, tree, rows, scores):
+    for k in range(rows.shape[0]):
+        scores[rows[k]] += tree.value[_binned_leaf(codes, n_bins, tree, rows[k])]
+
+
+@njit(cache=True, parallel=True)
+def _add_tree_binned_parallel(codes, n_bins, tree, rows, scores):
     for k in prange(rows.shape[0]):
-        r = rows[k]
-        node = 0
-        while left[node] != -1:
-            f = feature[node]
-            code = codes[f, r]
-            if code == n_bins[f]:
-                node = left[node] if missing_left[node] else right[node]
-            elif code <= split_bin[node]:
-                node = left[node]
-            else:
-                node = right[node]
-        scores[r] += value[node]
+        scores[rows[k]] += tree.value[_binned_leaf(codes, n_bins, tree, rows[k])]
+
+
+# Rows from which adding a tree's values to binned rows takes numba's threads (when the fit has several).
+_PARALLEL_BINNED_ROWS = 50_000
+
+
+def add_tree_binned(codes, n_bins, tree, rows, scores):
+    """``scores[r] += tree(r)`` for the rows ``rows`` of binned data ``codes`` and a :class:`~.grower.GrownTree`."""
+    threaded = threads_pay(rows.shape[0], _PARALLEL_BINNED_ROWS)
+    (_add_tree_binned_parallel if threaded else _add_tree_binned_serial)(codes, n_bins, tree, rows, scores)

@@ -26,14 +26,14 @@ from . import _model_format
 from ._checkpoint import Checkpoints, TrainingState, check_compatible, fingerprint, read_latest
 from ._compat import Interval, StrOptions, check_sample_weight, validate_params
 from ._engine.binning import MAX_BINS, bin_features, find_thresholds
-from ._engine.grower import PARALLEL_WORK, GrowthParams, add_leaf_values, grow_tree, make_workspace
+from ._engine.grower import GrowthParams, add_leaf_values, grow_tree, make_workspace
 from ._engine.histogram import make_layout
 from ._engine.predict import add_tree_binned, predict_parallel, predict_serial
 from ._engine.tree import concatenate_trees, make_tree, split_trees
 from ._gains import label_gains
 from ._metric_kernels import NDCG, per_query
 from ._objectives import OBJECTIVES, TrainingQueries, make_objective
-from ._parallel import n_threads, parallel_region
+from ._parallel import fit_threads, n_threads, node_parallel_work, parallel_region
 from ._queries import group_from_sizes, group_queries
 from ._validation import check_eval_set, check_position, check_X, check_y
 from ._version import __version__
@@ -44,9 +44,6 @@ from .metrics import ndcg
 _BINNING_SUBSAMPLE = 200_000
 # Below this many row-tree visits a predict runs on the calling thread: starting threads costs more.
 _SERIAL_PREDICT_WORK = 200_000
-# Below this many feature values a fit runs on one thread: its many short parallel regions (one per tree node)
-# would cost more to start than they save, and stall badly when the machine is oversubscribed.
-_SERIAL_FIT_CELLS = 2_000_000
 
 _NO_QID_WARNING = (
     "score() received no qid, so all rows are scored as one query. To score per query, pass qid; inside "
@@ -375,7 +372,7 @@ class LambdaMARTRanker(BaseEstimator):
         queries = self._training_queries(y, train_rows, offsets, sample_weight, position)
 
         # Every parallel kernel of the fit runs inside this region, the objective's set-up included.
-        with parallel_region(1 if X.size < _SERIAL_FIT_CELLS else threads):
+        with parallel_region(fit_threads(X.size, threads)):
             objective = make_objective(self.objective, queries, self.get_params(deep=False), rng)
             with _timed(profile, "binning"):
                 if state is None:
@@ -587,7 +584,7 @@ class LambdaMARTRanker(BaseEstimator):
         n_tree_queries = max(1, int(round(self.subsample * n_queries)))
         params = self._growth_params()
         workspace = make_workspace(n_rows, layout.total_bins, self.max_leaf_nodes)
-        parallel_work = None if numba.get_num_threads() == 1 else PARALLEL_WORK
+        parallel_work = node_parallel_work()
 
         valid_rows = [np.arange(v.scores.shape[0], dtype=np.int64) for v in valid]
         for tree in trees:  # the scores the earlier rounds left, rebuilt with the same additions in order

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from helpers import assert_same_model, fit, interleave, make_data, models_differ, reverse_blocks, shuffle_blocks
 
+import lambdamart._parallel
 import lambdamart.ranker
 
 CASES = {
@@ -44,7 +45,7 @@ def paths(request, monkeypatch):
     """The number of threads to fit with; ``parallel`` also makes small data take every large-data path."""
     if request.param == "serial":
         return 1
-    monkeypatch.setattr(lambdamart.ranker, "_SERIAL_FIT_CELLS", 0)
+    monkeypatch.setattr(lambdamart._parallel, "_FIT_VALUES", {True: 0, False: 0})
     monkeypatch.setattr(lambdamart.ranker, "_SERIAL_PREDICT_WORK", 0)
     monkeypatch.setattr(lambdamart.ranker, "_BINNING_SUBSAMPLE", 150)
     return 2

@@ -311,12 +311,6 @@ def _split_step_serial(codes, layout, *args):
         _split_block(k, codes, layout, *args)
 
 
-#: Row-feature updates from which a fit with several threads searches a node in parallel (``parallel_work`` of
-#: :func:`grow_tree`): a smaller node's work is shorter than waking the threads (and far shorter than waiting for
-#: them on a busy machine).
-PARALLEL_WORK = 500_000
-
-
 @njit(cache=True)
 def _split_step(codes, layout, rows, ordered_grad, ordered_hess, n_bins, selected, hist_small, hist_large,
                 search_small, search_large, sums, params, splits, parallel_work):

@@ -176,10 +176,15 @@ def parse_args(argv):
     source.add_argument("--synthetic", metavar="N_QUERIES", type=_positive_int,
                         help=f"make_ranking_data(N_QUERIES) instead of the default {DEFAULT_QUERIES} queries "
                              "(and no second dataset)")
+    source.add_argument("--sizes", action="store_true",
+                        help="the size sweep: make_ranking_data at ~3k, 16k, 135k and 570k training rows, with a "
+                             "summary of fit time, peak memory and NDCG@10 against LightGBM and XGBoost per size")
     source.add_argument("--letor-folds", metavar="LETOR4_DIR",
                         help="ranking quality only: the five folds of a LETOR 4.0 directory (Fold1..Fold5 or the "
                              "parts S1.txt..S5.txt), two protocols, every objective of ours (report: "
                              "benchmarks/LETOR.md)")
+    parser.add_argument("--with-3m", action="store_true",
+                        help="with --sizes, also ~3M training rows (MSLR-WEB30K's size; ~4 GB per process)")
     parser.add_argument("--rounds", type=_positive_int, default=100, help="boosting rounds (default 100)")
     parser.add_argument("--threads", type=_positive_int, default=2, help="threads for every library (default 2)")
     parser.add_argument("--repeat", type=_positive_int, default=1,
@@ -196,6 +201,8 @@ def parse_args(argv):
                         help="comma-separated subset of " + ",".join(LIBRARIES))
     parser.add_argument("--worker", help=argparse.SUPPRESS)  # internal: run one job file in this process
     args = parser.parse_args(argv)
+    if args.with_3m and not args.sizes:
+        parser.error("--with-3m adds a size to --sizes; give --sizes too.")
     if args.synthetic is not None and args.synthetic < 2:
         parser.error("--synthetic needs at least 2 queries (some are held out for testing).")
     if args.letor_folds:

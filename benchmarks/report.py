@@ -44,6 +44,8 @@ def render_report(meta, sections, libraries, skipped):
     parts += [f"- Skipped: {note}" for note in skipped]
     parts += ["", "Constructor arguments, exactly as run:", ""]
     parts += [f"- `{LIBRARIES[n].estimator}({_kwargs(LIBRARIES[n].params(meta['settings']))})`" for n in libraries]
+    if len(sections) > 1:
+        parts += ["", *_summary_table(sections, libraries)]
     for section in sections:
         parts += ["", *render_section(section, libraries)]
     parts += ["", render_notes()]
@@ -92,6 +94,23 @@ def _fit_cell(r):
     if len(r["fit_runs"]) > 1:
         fit += " (fastest of " + ", ".join(_sec(t) for t in r["fit_runs"]) + ")"
     return fit
+
+
+def _summary_table(sections, libraries):
+    """One line per dataset: lambdamart's fit time and peak memory as ratios to each other library's, and NDCG@10."""
+    others = [n for n in libraries if n != "lambdamart"]
+    header = ["dataset", "training rows", *[f"fit vs {n}" for n in others], *[f"peak RSS vs {n}" for n in others],
+              *[f"NDCG@10 {n}" for n in libraries]]
+    rows = []
+    for section in sections:
+        fits = section["fit"]
+        ours = fits.get("lambdamart")
+        rows.append([section["name"], f"{section['shape']['train_rows']:,}",
+                     *[_ratio(ours and ours["fit_s"], fits.get(n, {}).get("fit_s")) for n in others],
+                     *[_ratio(ours and ours["peak_rss"], fits.get(n, {}).get("peak_rss")) for n in others],
+                     *[f"{_ndcg(fits[n], 10):.4f}" if n in fits else "–" for n in libraries]])
+    return ["## Summary: lambdamart's fit time and peak memory over each library's, per dataset", "",
+            _md_table(header, rows)]
 
 
 def _training_table(fits, libraries):

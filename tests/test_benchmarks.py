@@ -135,6 +135,27 @@ def test_unknown_layout_and_library_are_clear_errors(bench, tmp_path):
         bench.compare.parse_args(["--libraries", "lambdamart,catboost"])
 
 
+def test_size_sweep_datasets_and_summary(bench, monkeypatch):
+    """--sizes: four generated datasets (a fifth, ~3M rows, with --with-3m only) and LightGBM's example when it is
+    there; the report then opens with one summary line per dataset."""
+    args = bench.compare.parse_args(["--sizes"])
+    example = bench.data.SHARED_EXAMPLE.is_dir()
+    assert len(bench.data.datasets_from_args(args)) == 4 + example
+    assert len(bench.data.datasets_from_args(bench.compare.parse_args(["--sizes", "--with-3m"]))) == 5 + example
+    with pytest.raises(SystemExit):
+        bench.compare.parse_args(["--with-3m"])
+    with pytest.raises(SystemExit):
+        bench.compare.parse_args(["--sizes", "--synthetic", "10"])
+    monkeypatch.setitem(bench.data.SWEEP_QUERIES, "3k", 6)  # keep the loader quick; its rows scale with queries
+    first = bench.data.datasets_from_args(args)[0]()
+    assert first["name"] == "sweep 3k" and first["arrays"]["X_train"].shape[1] == 136
+    fit = {"fit_s": 1.0, "peak_rss": 2**30, "ndcg": {1: 0.5, 5: 0.5, 10: 0.5}}
+    sections = [{"name": f"sweep {n}", "shape": {"train_rows": 1000}, "fit": {"lambdamart": fit, "lightgbm": fit}}
+                for n in ("3k", "16k")]
+    summary = "\n".join(bench.report._summary_table(sections, ["lambdamart", "lightgbm"]))
+    assert "| sweep 3k | 1,000 | 1.00× | 1.00× | 0.5000 | 0.5000 |" in summary
+
+
 def test_report_paths_are_relative_to_the_repository(bench):
     shared = REPO.parent / "shared" / "data"
     argv = ["--data", str(shared), f"--output={REPO / 'benchmarks' / 'X.md'}", "--rounds", "5"]

@@ -202,6 +202,19 @@ def assert_same_tree(result, nodes, check_thresholds=True):
 # ---------------------------------------------------------------- binning
 
 
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_thresholds_leave_the_input_unchanged_in_either_memory_order(order):
+    """find_thresholds sorts a column-major copy in place: never the caller's array, even one already column-major."""
+    rng = np.random.default_rng(0)
+    X = np.asarray(rng.normal(size=(300, 3)), order=order)
+    X[::7, 1] = np.nan
+    before = X.copy()
+    thresholds, offsets = find_thresholds(X, 16)
+    np.testing.assert_array_equal(X, before)
+    again, _ = find_thresholds(np.ascontiguousarray(X), 16)
+    np.testing.assert_array_equal(thresholds, again)
+
+
 def test_nan_goes_to_missing_bin_and_inf_to_extreme_bins():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(200, 3))

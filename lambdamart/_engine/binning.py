@@ -36,8 +36,12 @@ def find_thresholds(X, max_bins=MAX_BINS, rows=None):
         All features' thresholds, concatenated.
     threshold_offsets : ndarray of int64, shape (n_features + 1,)
     """
-    # numpy's sort (SIMD, NaN last) is several times faster than numba's; the rest is a numba kernel.
-    ordered = np.sort(X if rows is None else X[rows], axis=0)
+    # numpy's sort (SIMD, NaN last) is several times faster than numba's; the rest is a numba kernel. Column-major,
+    # so each feature's sorted values are contiguous for the kernel (a third faster than reading strided columns).
+    ordered = np.asfortranarray(X if rows is None else X[rows])
+    if np.may_share_memory(ordered, X):  # sorted in place below: never the caller's array
+        ordered = ordered.copy(order="F")
+    ordered.sort(axis=0)
     table, counts = _thresholds_per_feature(ordered, max_bins)
     threshold_offsets = np.zeros(X.shape[1] + 1, dtype=np.int64)
     np.cumsum(counts, out=threshold_offsets[1:])

@@ -11,6 +11,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
+from .._parallel import threads_pay
 from .histogram import build_block, new_histograms, subtract_feature
 from .split import FeatureSplits, best_of, leaf_value, new_feature_splits, store_feature_split
 
@@ -329,11 +330,31 @@ def _split_step(codes, layout, rows, ordered_grad, ordered_hess, n_bins, selecte
                        search_small, search_large, sums, l2, min_leaf, min_hessian, splits)
 
 
+@njit(cache=True)
+def _add_leaf_value(node, scores, rows, feature, value, node_start, node_stop):
+    if feature[node] == -1:
+        for i in range(node_start[node], node_stop[node]):
+            scores[rows[i]] += value[node]
+
+
+@njit(cache=True)
+def _add_leaf_values_serial(scores, rows, feature, *args):
+    for node in range(feature.shape[0]):
+        _add_leaf_value(node, scores, rows, feature, *args)
+
+
 @njit(cache=True, parallel=True)
+def _add_leaf_values_parallel(scores, rows, feature, value, node_start, node_stop):
+    for node in prange(feature.shape[0]):
+        _add_leaf_value(np.int64(node), scores, rows, feature, value, node_start, node_stop)
+
+
+# Rows from which the leaf values are added by numba's threads (when the fit has several).
+_PARALLEL_LEAF_ROWS = 50_000
+
+
 def add_leaf_values(scores, rows, feature, value, node_start, node_stop):
     """Add each leaf's value to the training scores of the rows it holds (leaves hold disjoint rows)."""
-    for node in prange(feature.shape[0]):
-        if feature[node] == -1:
-            v = value[node]
-            for i in range(node_start[node], node_stop[node]):
-                scores[rows[i]] += v
+    threaded = threads_pay(rows.shape[0], _PARALLEL_LEAF_ROWS)
+    (_add_leaf_values_parallel if threaded else _add_leaf_values_serial)(scores, rows, feature, value, node_start,
+                                                                         node_stop)

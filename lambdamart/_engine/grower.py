@@ -8,10 +8,10 @@ Leaf values are Newton steps ``-Σλ / (Σw + l2)`` times the learning rate.
 
 from typing import NamedTuple
 
+import numba
 import numpy as np
 from numba import njit, prange
 
-from .._parallel import threads_pay
 from .histogram import build_block, new_histograms, subtract_feature
 from .split import FeatureSplits, best_of, leaf_value, new_feature_splits, store_feature_split
 
@@ -355,6 +355,6 @@ _PARALLEL_LEAF_ROWS = 50_000
 
 def add_leaf_values(scores, rows, feature, value, node_start, node_stop):
     """Add each leaf's value to the training scores of the rows it holds (leaves hold disjoint rows)."""
-    threaded = threads_pay(rows.shape[0], _PARALLEL_LEAF_ROWS)
+    threaded = rows.shape[0] >= _PARALLEL_LEAF_ROWS and numba.get_num_threads() > 1  # as _parallel.threads_pay
     (_add_leaf_values_parallel if threaded else _add_leaf_values_serial)(scores, rows, feature, value, node_start,
                                                                          node_stop)

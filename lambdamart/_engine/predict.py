@@ -1,10 +1,9 @@
 """Scoring rows with a tree ensemble: raw features for predict, bin codes inside the boosting loop."""
 
+import numba
 import numpy as np
 from numba import njit, prange, types
 from numba.extending import intrinsic
-
-from .._parallel import threads_pay
 
 # Rows per block: each tree is walked for a whole block of rows before the next, so its nodes stay in cache.
 _BLOCK = 64
@@ -160,5 +159,5 @@ _PARALLEL_BINNED_ROWS = 50_000
 
 def add_tree_binned(codes, n_bins, tree, rows, scores):
     """``scores[r] += tree(r)`` for the rows ``rows`` of binned data ``codes`` and a :class:`~.grower.GrownTree`."""
-    threaded = threads_pay(rows.shape[0], _PARALLEL_BINNED_ROWS)
+    threaded = rows.shape[0] >= _PARALLEL_BINNED_ROWS and numba.get_num_threads() > 1  # as _parallel.threads_pay
     (_add_tree_binned_parallel if threaded else _add_tree_binned_serial)(codes, n_bins, tree, rows, scores)

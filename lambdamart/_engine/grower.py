@@ -355,6 +355,7 @@ _PARALLEL_LEAF_ROWS = 50_000
 
 def add_leaf_values(scores, rows, feature, value, node_start, node_stop):
     """Add each leaf's value to the training scores of the rows it holds (leaves hold disjoint rows)."""
-    threaded = rows.shape[0] >= _PARALLEL_LEAF_ROWS and numba.get_num_threads() > 1  # as _parallel.threads_pay
+    # The test of _parallel.threads_pay, written out: the engine imports nothing outside itself.
+    threaded = rows.shape[0] >= _PARALLEL_LEAF_ROWS and numba.get_num_threads() > 1
     (_add_leaf_values_parallel if threaded else _add_leaf_values_serial)(scores, rows, feature, value, node_start,
                                                                          node_stop)

@@ -159,5 +159,6 @@ _PARALLEL_BINNED_ROWS = 50_000
 
 def add_tree_binned(codes, n_bins, tree, rows, scores):
     """``scores[r] += tree(r)`` for the rows ``rows`` of binned data ``codes`` and a :class:`~.grower.GrownTree`."""
-    threaded = rows.shape[0] >= _PARALLEL_BINNED_ROWS and numba.get_num_threads() > 1  # as _parallel.threads_pay
+    # The test of _parallel.threads_pay, written out: the engine imports nothing outside itself.
+    threaded = rows.shape[0] >= _PARALLEL_BINNED_ROWS and numba.get_num_threads() > 1
     (_add_tree_binned_parallel if threaded else _add_tree_binned_serial)(codes, n_bins, tree, rows, scores)

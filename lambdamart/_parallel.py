@@ -43,7 +43,7 @@ def _pool_layer():
 
 # When threads pay in a fit, by what starting a parallel region costs: ~2.5 µs with OpenMP on 2 cores, ~100 µs with
 # workqueue. With OpenMP, threads on every node of a few thousand row-feature updates took LightGBM's 3k-row
-# example (900k feature values) from 0.47 s to 0.27 s and 16k generated rows from 1.33 s to 0.84 s. Smaller fits
+# example (900k feature values) from 0.47 s to 0.26 s and 16k generated rows from 1.33 s to 0.81 s. Smaller fits
 # stay on one thread: they take a fraction of a second, and their first run compiles no parallel kernel. With
 # workqueue, the thresholds are those that paid there.
 _FIT_VALUES = {True: 500_000, False: 2_000_000}

@@ -93,11 +93,10 @@ def descending_order(scores):
     # Adding 0.0 first turns -0.0 into 0.0, equal as floats. NaN gets the smallest key, below -inf's. (Loops, not
     # array expressions, which compile ufunc machinery: seconds on first use.)
     values = np.empty(n)
-    for k in range(n):
-        values[k] = scores[k] + 0.0
     keys = values.view(np.int64)
     rows = np.empty(n, dtype=np.int64)
     for k in range(n):
+        values[k] = scores[k] + 0.0
         bits = keys[k]
         keys[k] = np.iinfo(np.int64).min if scores[k] != scores[k] else bits ^ ((bits >> 63) & 0x7FFFFFFFFFFFFFFF)
         rows[k] = k

@@ -12,7 +12,8 @@ side ``default_left`` says. Our rule is ``x <= t`` in float64. The mappings:
 * import: the float64 boundary between c's float32 predecessor p and c is their midpoint; XGBoost rounds a float64
   x to nearest (ties to even), so ``float32(x) < c`` iff ``x <= mid`` when p's last mantissa bit is even and
   ``x < mid`` otherwise. Our threshold is mid or the double just below it: float32 and float64 inputs both go
-  exactly XGBoost's way.
+  exactly XGBoost's way. ``c = -inf`` (every non-missing value goes right) is the export's swap read backwards:
+  threshold +inf with the children exchanged.
 
 Leaf values are float32 in XGBoost (and summed in float32), so an exported model predicts like ours to ~1e-6.
 ``base_score`` is written as 0 (the trees are the whole model) and read back as a one-leaf tree.
@@ -54,7 +55,7 @@ def import_thresholds(c):
     """Our float64 thresholds for XGBoost split conditions c (float32): ``x <= t`` iff ``float32(x) < c``, for
     float32 and float64 x alike (XGBoost rounds float64 to nearest, ties to even).
 
-    ``c = -inf`` (no value goes left in XGBoost) becomes -inf, which still sends x = -inf left.
+    ``c = -inf`` (no value goes left) gives -inf here; the reader exchanges such a split's children instead.
     """
     c = np.asarray(c, dtype=F32)
     below = np.nextafter(c, F32(-np.inf))  # p, the float32 just below c
@@ -328,10 +329,12 @@ def _read_tree(tree, index, n_features, names, where):
         raise ValueError(f"{where}: a split_condition is NaN.")
     nodes = leaf_node_arrays(n)
     nodes["feature"][split] = feature[split]
-    nodes["threshold"][split] = import_thresholds(F32(cond[split]))
-    nodes["missing_left"][split] = default_left[split]
-    nodes["left"][split] = left[split]
-    nodes["right"][split] = right[split]
+    # c = -inf sends every non-missing value right ("no"): our +inf threshold with the children exchanged.
+    swap = split & (cond == -np.inf)
+    nodes["threshold"][split] = np.where(swap[split], np.inf, import_thresholds(F32(cond[split])))
+    nodes["missing_left"][split] = (default_left != swap)[split]
+    nodes["left"][split] = np.where(swap, right, left)[split]
+    nodes["right"][split] = np.where(swap, left, right)[split]
     nodes["value"][~split] = cond[~split].astype(F32)  # leaves hold float32 values
     nodes["gain"][split] = np.nan_to_num(gain[split])
     return nodes

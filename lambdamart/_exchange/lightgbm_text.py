@@ -6,9 +6,16 @@ in float64, exactly our rule (missing type None would turn NaN into 0.0 first). 
 written with 17 significant digits, which LightGBM parses back to the same doubles; a +inf threshold is written
 ``inf``, which LightGBM reads as +inf, so ``x = +inf`` goes left as in our trees.
 
+LightGBM's predict reads any |x| <= 1e-35 (``kZeroThreshold``, 1e-35 as float32) as 0.0. For our thresholds
+outside [-1e-35, 1e-35) that changes nothing; a threshold inside (possible only when the training data hold values
+that small) can send such tiny inputs the other way in LightGBM.
+
 Reading accepts numeric splits with missing type NaN or None (None: LightGBM compares NaN as 0.0, which is our
 ``missing_left = 0.0 <= threshold``); missing type Zero, categorical splits, linear trees, several trees per
-iteration and objectives whose predictions are transformed raise ValueError.
+iteration and objectives whose predictions are transformed raise ValueError. LightGBM learns thresholds of
+±kZeroThreshold (splits between 0 and the rest); with tiny inputs read as 0.0, a threshold t in [0, K] becomes K
+(every |x| <= K goes left, as 0.0 <= t does) and one in [-K, 0) becomes the double below -K, so that every input
+goes exactly LightGBM's way.
 """
 
 import numpy as np
@@ -17,6 +24,9 @@ from .nodes import ForeignModel, feature_label, flat_trees, leaf_node_arrays
 
 _DEFAULT_LEFT = 2
 _MISSING_NAN = 2 << 2
+# LightGBM's predict reads every input with |x| <= kZeroThreshold (1e-35f) as 0.0 (it keeps only larger values when
+# it converts a row), so such values meet a threshold as 0.0.
+ZERO_THRESHOLD = float(np.float32(1e-35))
 # Objectives whose Booster.predict is the raw sum of leaves (no sigmoid, exp or softmax on top).
 _RAW_OBJECTIVES = {"lambdarank", "rank_xendcg", "regression", "regression_l1", "huber", "fair", "quantile", "mape",
                    "custom", "none"}
@@ -178,6 +188,14 @@ def read(text, where):
     return ForeignModel(flat_trees(trees, where), n_features, names, "lightgbm")
 
 
+def lightgbm_view_of_threshold(t):
+    """Our thresholds for LightGBM thresholds t, given that LightGBM's predict reads |x| <= K as 0.0 (K the float32
+    1e-35): t in [0, K] sends x <= K left, t in [-K, 0) sends x < -K left; other thresholds are unchanged."""
+    k = ZERO_THRESHOLD
+    t = np.where((t >= 0) & (t <= k), k, t)
+    return np.where((t >= -k) & (t < 0), np.nextafter(-k, -np.inf), t)
+
+
 def _key_values(text):
     out = {}
     for line in text.splitlines():
@@ -249,7 +267,7 @@ def _read_tree(block, index, n_features, names, where):
     # Missing type None: LightGBM compares NaN as 0.0, i.e. NaN goes left exactly when 0.0 <= threshold.
     missing_left = np.where(missing_type == 2, (decision & _DEFAULT_LEFT) != 0, 0.0 <= threshold)
     nodes["feature"][:n_split] = feature
-    nodes["threshold"][:n_split] = threshold
+    nodes["threshold"][:n_split] = lightgbm_view_of_threshold(threshold)
     nodes["missing_left"][:n_split] = missing_left
     for name, child in zip(("left", "right"), children):
         if np.any((child >= n_split) | (child < -n_leaves)):

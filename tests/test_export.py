@@ -236,3 +236,29 @@ def test_export_writes_atomically_over_an_existing_file(model, tmp_path):
     path.write_text("old")
     model.export_model(path, format="xgboost-dump")
     assert json.loads(path.read_text()) and [p.name for p in tmp_path.iterdir()] == ["model.txt"]
+
+
+def test_all_four_send_every_probe_row_the_same_way(model, data, tmp_path):
+    """Rows of float32 values (XGBoost's input type) at, below and above every threshold, NaN and ±inf: ours,
+    LightGBM, XGBoost and onnxruntime reach the same leaf in every tree (LightGBM and XGBoost checked tree by tree,
+    ONNX through its float64 sum, which a single different leaf would move by far more than 1e-12)."""
+    lgb = pytest.importorskip("lightgbm")
+    xgb = pytest.importorskip("xgboost")
+    pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    rows32 = _probes32(model, data[0])
+    rows = rows32.astype(np.float64)
+    for fmt, name in (("lightgbm", "m.txt"), ("xgboost", "m.json"), ("onnx", "m.onnx")):
+        model.export_model(tmp_path / name, format=fmt)
+    ours = leaves(model._trees, rows)
+    np.testing.assert_array_equal(lgb.Booster(model_file=str(tmp_path / "m.txt")).predict(rows, pred_leaf=True),
+                                  leaf_ranks(model._trees, ours))
+    booster = xgb.Booster()
+    booster.load_model(str(tmp_path / "m.json"))
+    values = model._trees["value"][ours + model._trees["tree_starts"]]
+    for k in range(model.n_estimators_):
+        np.testing.assert_array_equal(booster.inplace_predict(rows32, iteration_range=(k, k + 1)),
+                                      values[:, k].astype(F32))
+    session = ort.InferenceSession(str(tmp_path / "m.onnx"), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(session.run(None, {"X": rows})[0][:, 0], values.sum(axis=1), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(model.predict(rows), values.sum(axis=1), rtol=0, atol=1e-12)

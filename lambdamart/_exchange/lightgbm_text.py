@@ -20,6 +20,7 @@ goes exactly LightGBM's way.
 
 import numpy as np
 
+from .._engine.tree import split_trees
 from .nodes import ForeignModel, feature_label, flat_trees, leaf_node_arrays
 
 _DEFAULT_LEFT = 2
@@ -64,7 +65,7 @@ def write(trees, n_features, feature_names):
     header = ["tree", "version=v4", "num_class=1", "num_tree_per_iteration=1", "label_index=0",
               f"max_feature_idx={n_features - 1}", "objective=lambdarank", f"feature_names={' '.join(names)}",
               f"feature_infos={' '.join(['none'] * n_features)}", ""]
-    blocks = [_tree_block(i, t) for i, t in enumerate(_split(trees))]
+    blocks = [_tree_block(i, t) for i, t in enumerate(split_trees(trees))]
     return "\n".join(header) + "\n" + "".join(blocks) + "end of trees\n\npandas_categorical:null\n"
 
 
@@ -76,17 +77,6 @@ def _lightgbm_names(n_features, feature_names):
         raise ValueError("the feature names repeat once whitespace is replaced by '_' (LightGBM's text format "
                          "separates names by spaces); rename the columns and refit, or export without names.")
     return names
-
-
-def _split(trees):
-    starts = trees["tree_starts"]
-    stops = np.append(starts[1:], trees["feature"].shape[0])
-    for start, stop in zip(starts, stops):
-        tree = {name: trees[name][start:stop] for name in ("feature", "threshold", "missing_left", "left", "right",
-                                                          "value", "gain", "count")}
-        for name in ("left", "right"):
-            tree[name] = np.where(tree[name] >= 0, tree[name] - start, -1)
-        yield tree
 
 
 def _tree_block(index, tree):

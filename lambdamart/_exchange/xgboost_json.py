@@ -23,6 +23,7 @@ import json
 
 import numpy as np
 
+from .._engine.tree import split_trees
 from .nodes import ForeignModel, feature_label, flat_trees, leaf_node_arrays
 
 F32 = np.float32
@@ -77,17 +78,6 @@ def _conditions_and_sides(tree):
     return c, swap
 
 
-def _split(trees):
-    starts = trees["tree_starts"]
-    stops = np.append(starts[1:], trees["feature"].shape[0])
-    for start, stop in zip(starts, stops):
-        tree = {name: trees[name][start:stop] for name in ("feature", "threshold", "missing_left", "left", "right",
-                                                          "value", "gain", "count")}
-        for name in ("left", "right"):
-            tree[name] = np.where(tree[name] >= 0, tree[name] - start, -1)
-        yield tree
-
-
 def _f32_list(values):
     """float32 values as the shortest decimal that parses back to them (XGBoost reads them as float32)."""
     return [float(np.format_float_positional(v, unique=True, trim="-")) if np.isfinite(v) else float(v)
@@ -112,7 +102,7 @@ def write_model(trees, n_features, feature_names):
     str
     """
     xgb_trees = []
-    for i, tree in enumerate(_split(trees)):
+    for i, tree in enumerate(split_trees(trees)):
         split = tree["left"] >= 0
         c, swap = _conditions_and_sides(tree)
         left = np.where(swap, tree["right"], tree["left"])
@@ -187,7 +177,7 @@ def write_dump(trees, n_features, feature_names):
     """
     names = [f"f{i}" for i in range(n_features)] if feature_names is None else [str(n) for n in feature_names]
     dumped = []
-    for tree in _split(trees):
+    for tree in split_trees(trees):
         c, swap = _conditions_and_sides(tree)
         tree["condition"] = _f32_list(np.clip(c, F32(-_F32_MAX), F32(_F32_MAX)))
         tree["leaf"] = _f32_list(tree["value"])

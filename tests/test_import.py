@@ -69,6 +69,22 @@ def test_lightgbm_missing_type_none_compares_nan_as_zero(data):
     np.testing.assert_allclose(ranker.predict(rows), model.booster_.predict(rows), rtol=0, atol=1e-12)
 
 
+def test_lightgbm_zero_splits_send_tiny_values_as_lightgbm_does(data):
+    """LightGBM splits zeros from the rest at ±1e-35 and its predict reads |x| <= 1e-35 as 0.0."""
+    lgb = pytest.importorskip("lightgbm")
+    X, y, qid = data
+    X = np.where(np.abs(X) < 0.7, 0.0, X)  # many exact zeros: LightGBM's zero-threshold splits
+    model = lgb.LGBMRanker(n_estimators=10, num_leaves=6, min_child_samples=5, verbose=-1).fit(X, y, group=_group(qid))
+    assert "e-35" in model.booster_.model_to_string()
+    ranker = import_model(model)
+    k = float(np.float32(1e-35))
+    tiny = [0.0, -0.0, k, -k, k / 2, -k / 2, np.nextafter(k, 1), np.nextafter(-k, -1), 2e-35, -2e-35, 1e-300]
+    rows = np.repeat(X[:len(tiny)], X.shape[1], axis=0)
+    rows[np.arange(rows.shape[0]), np.tile(np.arange(X.shape[1]), len(tiny))] = np.repeat(tiny, X.shape[1])
+    rows = np.vstack([rows, _rows(ranker, X)])
+    np.testing.assert_allclose(ranker.predict(rows), model.booster_.predict(rows), rtol=0, atol=1e-12)
+
+
 @pytest.mark.filterwarnings("ignore:X does not have valid feature names")
 def test_imported_model_keeps_real_feature_names_and_saves(lgb_ranker, data, tmp_path):
     lgb = pytest.importorskip("lightgbm")
@@ -92,6 +108,7 @@ def _lgb_model_text(estimator, X, y, **fit_params):
     ("multiclass", "multiclass"),
     ("binary", "transforms the sum"),
     ("zero_as_missing", "zero as missing"),
+    ("reg_sqrt", "squares the sum"),
 ])
 def test_lightgbm_models_we_cannot_reproduce_are_refused(case, message, data, tmp_path):
     lgb = pytest.importorskip("lightgbm")
@@ -107,6 +124,8 @@ def test_lightgbm_models_we_cannot_reproduce_are_refused(case, message, data, tm
         text = _lgb_model_text(lgb.LGBMClassifier(**params), X, y)
     elif case == "binary":
         text = _lgb_model_text(lgb.LGBMClassifier(**params), X, y > 1)
+    elif case == "reg_sqrt":
+        text = _lgb_model_text(lgb.LGBMRegressor(**params, reg_sqrt=True), X, y)
     else:
         text = _lgb_model_text(lgb.LGBMRegressor(**params, zero_as_missing=True), np.nan_to_num(X), y)
     (tmp_path / "model.txt").write_text(text)
@@ -210,6 +229,7 @@ def test_garbage_truncated_and_foreign_files_are_refused(lgb_ranker, xgb_ranker,
         "xgb_dump.json": (b'[{"nodeid": 0, "leaf": 0.5}]', "dump"),
         "empty.json": (b"{}", "lacks XGBoost's learner"),
         "pickle.pkl": (b"\x80\x04K\x01.", "pickle"),
+        "model.ubj": (bytes(xgb_ranker.get_booster().save_raw(raw_format="ubj")), "UBJSON"),
     }
     for name, (content, message) in cases.items():
         (tmp_path / name).write_bytes(content)

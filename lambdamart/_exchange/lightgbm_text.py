@@ -159,6 +159,9 @@ def read(text, where):
         raise ValueError(f"{where}: its objective {objective[0]!r} transforms the sum of the trees in predict (e.g. "
                          f"a sigmoid), and a LambdaMARTRanker predicts the raw sum. Only objectives whose predict "
                          f"is the raw sum can be imported: {sorted(_RAW_OBJECTIVES)}.")
+    if "sqrt" in objective[1:]:
+        raise ValueError(f"{where}: it was fitted with reg_sqrt=True, so its predict squares the sum of the trees, "
+                         f"and a LambdaMARTRanker predicts the raw sum.")
     if "average_output" in header:
         raise ValueError(f"{where}: it averages its trees (random-forest mode), and a LambdaMARTRanker sums them.")
     if "max_feature_idx" not in header:

@@ -222,7 +222,8 @@ def read_model(raw, where):
         raise ValueError(f"{where}: it is not UTF-8 JSON. A UBJSON model (.ubj) must be saved as JSON first: "
                          f"booster.save_model('model.json').") from None
     except json.JSONDecodeError as e:
-        raise ValueError(f"{where}: it is not valid JSON ({e}); the file may be truncated.") from None
+        raise ValueError(f"{where}: it is not valid JSON ({e}); the file may be truncated, or be a UBJSON model "
+                         f"(.ubj), which must be saved as JSON first: booster.save_model('model.json').") from None
     except RecursionError:
         raise ValueError(f"{where}: it nests JSON too deeply.") from None
     if isinstance(document, list):

@@ -730,7 +730,8 @@ class LambdaMARTRanker(BaseEstimator):
         Every format keeps the split rule: ``x <= threshold`` goes left, NaN goes the learned way.
 
         - ``"lightgbm"``: LightGBM's text model; ``lightgbm.Booster(model_file=path).predict(X)`` equals our
-          ``predict`` (float64 comparisons and sums, thresholds and leaves written exactly).
+          ``predict`` (float64 comparisons and sums, thresholds and leaves written exactly; LightGBM reads inputs
+          with |x| <= 1e-35 as 0, which matters only for a threshold that small).
         - ``"xgboost"``: XGBoost's JSON model for ``xgboost.Booster().load_model(path)``. XGBoost compares and sums
           in float32: thresholds are chosen so that every float32 value goes our way; float64 values that are not
           float32 are rounded by XGBoost and may go the other way near a threshold; scores agree to ~1e-6.

@@ -333,6 +333,15 @@ def _decode_tree_field(name, values):
     return _decode_floats(values, where)
 
 
+def check_trees(a, n_features):
+    """:func:`_check_trees` for node arrays that come from elsewhere (an imported model): a problem raises
+    ValueError."""
+    try:
+        return _check_trees(a, n_features)
+    except _FormatError as e:
+        raise ValueError(f"the imported trees are inconsistent: {e}") from None
+
+
 def _check_trees(a, n_features):
     """Check that the node arrays form proper trees over ``n_features`` features; return them in model dtypes.
 

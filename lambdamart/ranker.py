@@ -22,7 +22,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from . import _model_format
+from . import _exchange, _model_format
 from ._checkpoint import Checkpoints, TrainingState, check_compatible, fingerprint, read_latest
 from ._compat import Interval, StrOptions, check_sample_weight, validate_params
 from ._engine.binning import MAX_BINS, bin_features, find_thresholds
@@ -30,6 +30,7 @@ from ._engine.grower import GrowthParams, add_leaf_values, grow_tree, make_works
 from ._engine.histogram import make_layout
 from ._engine.predict import add_tree_binned, predict_parallel, predict_serial
 from ._engine.tree import concatenate_trees, make_tree, split_trees
+from ._files import write_atomically
 from ._gains import label_gains
 from ._metric_kernels import NDCG, per_query
 from ._objectives import OBJECTIVES, TrainingQueries, make_objective
@@ -721,6 +722,53 @@ class LambdaMARTRanker(BaseEstimator):
         """
         check_is_fitted(self, "_trees")
         _model_format.write_model(self, path)
+        return self
+
+    def export_model(self, path: str | os.PathLike, *, format: str) -> "LambdaMARTRanker":
+        """Write the fitted trees in another library's model format, for serving them there.
+
+        Every format keeps the split rule: ``x <= threshold`` goes left, NaN goes the learned way.
+
+        - ``"lightgbm"``: LightGBM's text model; ``lightgbm.Booster(model_file=path).predict(X)`` equals our
+          ``predict`` (float64 comparisons and sums, thresholds and leaves written exactly; LightGBM reads inputs
+          with |x| <= 1e-35 as 0, which matters only for a threshold that small).
+        - ``"xgboost"``: XGBoost's JSON model for ``xgboost.Booster().load_model(path)``. XGBoost compares and sums
+          in float32: thresholds are chosen so that every float32 value goes our way; float64 values that are not
+          float32 are rounded by XGBoost and may go the other way near a threshold; scores agree to ~1e-6.
+        - ``"xgboost-dump"``: XGBoost's JSON tree dump (a JSON array, one object per tree, as
+          ``Booster.get_dump(dump_format="json")``), the ``model/xgboost+json`` definition the Elasticsearch and
+          OpenSearch learning-to-rank plugins read; features are named by ``feature_names_in_`` (else f0, f1, ...)
+          and must match the plugin's feature set.
+        - ``"onnx"``: an ONNX model with one ``ai.onnx.ml`` ``TreeEnsemble`` node (opset 5; needs the ``onnx``
+          extra): input ``X``, float64 of shape (batch, n_features); output ``score``, float64 (batch, 1).
+
+        Use :meth:`save_model` for lambdamart's own lossless format. See docs/design.md, "Exchanging models with
+        other libraries", for the mappings.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            Destination file; written atomically and overwritten if it exists.
+        format : {"lightgbm", "xgboost", "xgboost-dump", "onnx"}
+            The target format.
+
+        Returns
+        -------
+        self
+        """
+        check_is_fitted(self, "_trees")
+        if format not in _exchange.WRITERS:
+            raise ValueError(f"format must be one of {sorted(_exchange.WRITERS)}, got {format!r}; use save_model "
+                             f"for lambdamart's own format.")
+        if format == "onnx":
+            try:
+                import onnx  # noqa: F401
+            except ImportError:
+                raise ImportError("export_model(format='onnx') needs the onnx package: pip install "
+                                  "'lambdamart[onnx]'.") from None
+        names = getattr(self, "feature_names_in_", None)
+        content = _exchange.WRITERS[format](self._trees, self.n_features_in_, None if names is None else list(names))
+        write_atomically(path, content)
         return self
 
 

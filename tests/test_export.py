@@ -1,0 +1,264 @@
+"""export_model writes models the other libraries load and predict like ours, split by split.
+
+Each format is loaded by the real library (lightgbm, xgboost, onnxruntime) and compared with our predict on the
+training rows and on rows with values exactly at every threshold, at the neighbouring floats, NaN and ±inf; the
+leaf every row reaches is compared where the library reports it. Tolerances: LightGBM 1e-12 (float64 throughout),
+ONNX 1e-5 (float64 here too), XGBoost 1e-6 of the score's magnitude (float32 leaves summed in float32).
+"""
+
+import json
+
+import numpy as np
+import pytest
+from exchange_probes import at_thresholds_f32, at_thresholds_f64, leaf_ranks, leaves, probe_rows
+from helpers import FAST, fit, make_data
+
+from lambdamart import LambdaMARTRanker, import_model
+
+F32 = np.float32
+
+
+def _data():
+    X, y, qid = make_data(seed=3, n_queries=40, n_features=5, nan_fraction=0.2)
+    X[:, 2] = np.where(y >= 2, np.nan, X[:, 2])  # NaN that predicts relevance: splits with a +inf threshold
+    return X, y, qid
+
+
+@pytest.fixture(scope="module")
+def data():
+    return _data()
+
+
+@pytest.fixture(scope="module")
+def model(data):
+    """Many trees, NaN in the data, +inf thresholds."""
+    X, y, qid = data
+    ranker = fit(X, y, qid, n_estimators=40, max_leaf_nodes=8, learning_rate=0.1)
+    thresholds = ranker._trees["threshold"][ranker._trees["left"] >= 0]
+    assert np.isnan(X).any() and np.isposinf(thresholds).any() and ranker.n_estimators_ == 40
+    assert ranker._trees["missing_left"][ranker._trees["left"] >= 0].any()
+    return ranker
+
+
+@pytest.fixture(scope="module")
+def single_leaf_model(data):
+    """One-leaf trees (an init_model that cannot split) followed by ordinary ones."""
+    X, y, qid = data
+    stump = fit(X, y, qid, n_estimators=2, min_samples_leaf=10 ** 5)
+    ranker = LambdaMARTRanker(**FAST).fit(X, y, qid, init_model=stump)
+    assert (ranker._trees["left"][ranker._trees["tree_starts"][:2]] == -1).all()
+    return ranker
+
+
+@pytest.fixture(scope="module", params=["model", "single_leaf_model"])
+def any_model(request):
+    return request.getfixturevalue(request.param)
+
+
+def _probes64(ranker, X):
+    return np.vstack([X, probe_rows(ranker._trees, X[:50], at_thresholds_f64)])
+
+
+def _probes32(ranker, X, with_inf=True):
+    rows = np.vstack([X.astype(F32), probe_rows(ranker._trees, X[:50], at_thresholds_f32, dtype=F32)])
+    if with_inf:
+        extra = rows[:20].copy()
+        extra[::2] = np.inf
+        extra[1::2] = -np.inf
+        rows = np.vstack([rows, extra])
+    return rows
+
+
+def _xgb_tolerance(scores):
+    return 1e-6 * max(1.0, float(np.abs(scores).max()))
+
+
+# ---------------------------------------------------------------- LightGBM
+
+
+def test_lightgbm_booster_predicts_like_us_at_every_threshold(any_model, data, tmp_path):
+    lgb = pytest.importorskip("lightgbm")
+    path = tmp_path / "model.txt"
+    assert any_model.export_model(path, format="lightgbm") is any_model
+    booster = lgb.Booster(model_file=str(path))
+    rows = _probes64(any_model, data[0])
+    np.testing.assert_allclose(booster.predict(rows), any_model.predict(rows), rtol=0, atol=1e-12)
+    theirs = booster.predict(rows, pred_leaf=True)
+    ours = leaf_ranks(any_model._trees, leaves(any_model._trees, rows))
+    np.testing.assert_array_equal(theirs, ours)
+    assert booster.num_trees() == any_model.n_estimators_
+
+
+def test_lightgbm_round_trip_through_import_is_exact(model, data, tmp_path):
+    pytest.importorskip("lightgbm")
+    path = tmp_path / "model.txt"
+    model.export_model(path, format="lightgbm")
+    back = import_model(path)
+    rows = _probes64(model, data[0])
+    np.testing.assert_array_equal(back.predict(rows), model.predict(rows))
+
+
+def test_lightgbm_keeps_real_feature_names(data, tmp_path):
+    lgb = pytest.importorskip("lightgbm")
+    pd = pytest.importorskip("pandas")
+    X, y, qid = data
+    frame = pd.DataFrame(X, columns=["bm25 title", "pagerank", "age", "clicks", "len"])
+    ranker = fit(frame, y, qid)
+    ranker.export_model(tmp_path / "model.txt", format="lightgbm")
+    booster = lgb.Booster(model_file=str(tmp_path / "model.txt"))
+    assert booster.feature_name() == ["bm25_title", "pagerank", "age", "clicks", "len"]  # no whitespace in the format
+    np.testing.assert_allclose(booster.predict(X), ranker.predict(frame), rtol=0, atol=1e-12)
+
+
+# ---------------------------------------------------------------- XGBoost
+
+
+def test_xgboost_booster_predicts_like_us_on_float32_at_every_threshold(any_model, data, tmp_path):
+    xgb = pytest.importorskip("xgboost")
+    path = tmp_path / "model.json"
+    any_model.export_model(path, format="xgboost")
+    booster = xgb.Booster()
+    booster.load_model(str(path))
+    rows = _probes32(any_model, data[0])
+    ours = any_model.predict(rows)
+    np.testing.assert_allclose(booster.inplace_predict(rows), ours, rtol=0, atol=_xgb_tolerance(ours))
+    # Every row reaches the same leaf in every tree: each tree's output is the float32 of our leaf's value.
+    # (Booster.predict(pred_leaf=True) cannot be used here: XGBoost 3.2 reports a split_condition of -inf as taken
+    # in pred_leaf while its predictions do not take it.)
+    reached = leaves(any_model._trees, rows) + any_model._trees["tree_starts"]
+    for k in range(any_model.n_estimators_):
+        np.testing.assert_array_equal(booster.inplace_predict(rows, iteration_range=(k, k + 1)),
+                                      any_model._trees["value"][reached[:, k]].astype(F32), err_msg=f"tree {k}")
+    # base_score is 0: the margin is the sum of the leaves, and predict adds no transform
+    dmatrix = xgb.DMatrix(rows[np.isfinite(rows).all(axis=1) | np.isnan(rows).any(axis=1)], missing=np.nan)
+    np.testing.assert_array_equal(booster.predict(dmatrix, output_margin=True), booster.predict(dmatrix))
+
+
+def test_xgboost_round_trip_through_import(model, data, tmp_path):
+    pytest.importorskip("xgboost")
+    model.export_model(tmp_path / "model.json", format="xgboost")
+    back = import_model(tmp_path / "model.json")
+    rows = _probes32(model, data[0])
+    np.testing.assert_allclose(back.predict(rows), model.predict(rows), rtol=0, atol=1e-6)
+
+
+def _dump_predict(dump, rows, names):
+    """The Elasticsearch/OpenSearch LTR plugins' evaluation of a dump: float32 ``x < split_condition`` goes "yes",
+    missing follows "missing", leaves summed in float32."""
+    column = {name: i for i, name in enumerate(names)}
+    out = np.zeros(rows.shape[0], dtype=F32)
+    for r, row in enumerate(rows):
+        for tree in dump:
+            node = tree
+            while "leaf" not in node:
+                x = row[column[node["split"]]]
+                yes = x < F32(node["split_condition"])
+                nxt = node["missing"] if np.isnan(x) else node["yes"] if yes else node["no"]
+                node = next(c for c in node["children"] if c["nodeid"] == nxt)
+            out[r] += F32(node["leaf"])
+    return out
+
+
+def test_xgboost_dump_matches_xgboost_s_own_dump_and_routes_like_us(model, data, tmp_path):
+    xgb = pytest.importorskip("xgboost")
+    model.export_model(tmp_path / "model.json", format="xgboost")
+    model.export_model(tmp_path / "dump.json", format="xgboost-dump")
+    ours = json.loads((tmp_path / "dump.json").read_text())  # strict JSON: no NaN or infinities
+    booster = xgb.Booster()
+    booster.load_model(str(tmp_path / "model.json"))
+    # XGBoost prints -inf (not JSON) where we write the lowest float32
+    theirs = [json.loads(t.replace(": -inf", ": -3.4028234663852886e+38"))
+              for t in booster.get_dump(dump_format="json")]
+    assert len(ours) == len(theirs) == model.n_estimators_
+
+    def compare(a, b):
+        assert set(a) == set(b)
+        for key in a:
+            if key == "children":
+                assert [c["nodeid"] for c in a[key]] == [a["yes"], a["no"]]  # the plugins require yes first
+                for ca, cb in zip(a[key], b[key]):
+                    compare(ca, cb)
+            elif key in ("split_condition", "leaf"):
+                assert F32(a[key]) == F32(b[key])
+            else:
+                assert a[key] == b[key]
+
+    for a, b in zip(ours, theirs):
+        compare(a, b)
+    rows = _probes32(model, data[0], with_inf=False)
+    names = [f"f{i}" for i in range(model.n_features_in_)]
+    expected = model.predict(rows)
+    np.testing.assert_allclose(_dump_predict(ours, rows, names), expected, rtol=0, atol=_xgb_tolerance(expected))
+
+
+# ---------------------------------------------------------------- ONNX
+
+
+def test_onnxruntime_predicts_like_us_at_every_threshold(any_model, data, tmp_path):
+    pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    path = tmp_path / "model.onnx"
+    any_model.export_model(path, format="onnx")
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    (inp,), (out,) = session.get_inputs(), session.get_outputs()
+    assert (inp.name, inp.type, inp.shape[1], out.name) == ("X", "tensor(double)", any_model.n_features_in_, "score")
+    rows = _probes64(any_model, data[0])
+    (scores,) = session.run(None, {"X": rows})
+    assert scores.shape == (rows.shape[0], 1)
+    np.testing.assert_allclose(scores[:, 0], any_model.predict(rows), rtol=0, atol=1e-5)
+    # double thresholds and sums: in fact the same paths and scores to rounding
+    np.testing.assert_allclose(scores[:, 0], any_model.predict(rows), rtol=0, atol=1e-12)
+
+
+def test_onnx_model_records_feature_names(tmp_path):
+    onnx = pytest.importorskip("onnx")
+    pd = pytest.importorskip("pandas")
+    X, y, qid = make_data(seed=4)
+    ranker = fit(pd.DataFrame(X, columns=list("abcd")), y, qid)
+    ranker.export_model(tmp_path / "m.onnx", format="onnx")
+    props = {p.key: p.value for p in onnx.load(str(tmp_path / "m.onnx")).metadata_props}
+    assert json.loads(props["feature_names"]) == list("abcd")
+
+
+# ---------------------------------------------------------------- the method
+
+
+def test_export_rejects_unknown_formats_and_unfitted_models(model, tmp_path):
+    with pytest.raises(ValueError, match="format must be one of"):
+        model.export_model(tmp_path / "m", format="pmml")
+    with pytest.raises(Exception, match="not fitted"):
+        LambdaMARTRanker().export_model(tmp_path / "m", format="lightgbm")
+    assert not list(tmp_path.iterdir())
+
+
+def test_export_writes_atomically_over_an_existing_file(model, tmp_path):
+    path = tmp_path / "model.txt"
+    path.write_text("old")
+    model.export_model(path, format="xgboost-dump")
+    assert json.loads(path.read_text()) and [p.name for p in tmp_path.iterdir()] == ["model.txt"]
+
+
+def test_all_four_send_every_probe_row_the_same_way(model, data, tmp_path):
+    """Rows of float32 values (XGBoost's input type) at, below and above every threshold, NaN and ±inf: ours,
+    LightGBM, XGBoost and onnxruntime reach the same leaf in every tree (LightGBM and XGBoost checked tree by tree,
+    ONNX through its float64 sum, which a single different leaf would move by far more than 1e-12)."""
+    lgb = pytest.importorskip("lightgbm")
+    xgb = pytest.importorskip("xgboost")
+    pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    rows32 = _probes32(model, data[0])
+    rows = rows32.astype(np.float64)
+    for fmt, name in (("lightgbm", "m.txt"), ("xgboost", "m.json"), ("onnx", "m.onnx")):
+        model.export_model(tmp_path / name, format=fmt)
+    ours = leaves(model._trees, rows)
+    np.testing.assert_array_equal(lgb.Booster(model_file=str(tmp_path / "m.txt")).predict(rows, pred_leaf=True),
+                                  leaf_ranks(model._trees, ours))
+    booster = xgb.Booster()
+    booster.load_model(str(tmp_path / "m.json"))
+    values = model._trees["value"][ours + model._trees["tree_starts"]]
+    for k in range(model.n_estimators_):
+        np.testing.assert_array_equal(booster.inplace_predict(rows32, iteration_range=(k, k + 1)),
+                                      values[:, k].astype(F32))
+    session = ort.InferenceSession(str(tmp_path / "m.onnx"), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(session.run(None, {"X": rows})[0][:, 0], values.sum(axis=1), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(model.predict(rows), values.sum(axis=1), rtol=0, atol=1e-12)

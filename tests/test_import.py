@@ -1,0 +1,243 @@
+"""import_model reads LightGBM and XGBoost models into rankers whose predict equals the library's own.
+
+Models are trained by the real libraries on data with NaN, imported from the saved file and from the model object,
+and compared with the library's predict on the data and on rows at, beside and between every threshold (for
+XGBoost also float64 values halfway between float32 neighbours, which XGBoost rounds to even). Unsupported models
+(categorical splits, linear trees, multiclass, transformed outputs) and damaged files raise ValueError.
+"""
+
+import numpy as np
+import pytest
+from exchange_probes import at_thresholds_f64, probe_rows
+from helpers import make_data
+
+from lambdamart import LambdaMARTRanker, import_model, load_model
+
+F32 = np.float32
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y, qid = make_data(seed=5, n_queries=30, n_features=5, nan_fraction=0.15)
+    X[:, 3] = np.where(y >= 2, np.nan, X[:, 3])
+    return X, y, qid
+
+
+def _group(qid):
+    return np.unique(qid, return_counts=True)[1]
+
+
+def _rows(ranker, X):
+    return np.vstack([X, probe_rows(ranker._trees, X[:40], at_thresholds_f64)])
+
+
+# ---------------------------------------------------------------- LightGBM
+
+
+@pytest.fixture(scope="module")
+def lgb_ranker(data):
+    lgb = pytest.importorskip("lightgbm")
+    X, y, qid = data
+    return lgb.LGBMRanker(n_estimators=30, num_leaves=8, min_child_samples=5, verbose=-1).fit(X, y, group=_group(qid))
+
+
+def test_lightgbm_model_file_and_objects_import_with_the_same_predictions(lgb_ranker, data, tmp_path):
+    X = data[0]
+    booster = lgb_ranker.booster_
+    booster.save_model(str(tmp_path / "model.txt"))
+    for source in (tmp_path / "model.txt", str(tmp_path / "model.txt"), booster, lgb_ranker):
+        ranker = import_model(source)
+        assert isinstance(ranker, LambdaMARTRanker)
+        assert ranker.n_features_in_ == 5 and ranker.n_estimators_ == ranker.n_iter_ == booster.num_trees()
+        assert not hasattr(ranker, "feature_names_in_")  # LightGBM's generated Column_i names are not kept
+        rows = _rows(ranker, X)
+        np.testing.assert_allclose(ranker.predict(rows), booster.predict(rows), rtol=0, atol=1e-12)
+
+
+def test_lightgbm_missing_type_none_compares_nan_as_zero(data):
+    lgb = pytest.importorskip("lightgbm")
+    X, y, qid = data
+    X = np.where(np.isnan(X), np.nan, np.round(X, 1))  # thresholds near 0 so that NaN-as-0 matters
+    model = lgb.LGBMRanker(n_estimators=10, num_leaves=6, min_child_samples=5, use_missing=False,
+                           verbose=-1).fit(X, y, group=_group(qid))
+    text = model.booster_.model_to_string()
+    decisions = [int(d) for line in text.splitlines() if line.startswith("decision_type=") for d in line[14:].split()]
+    assert decisions and all((d >> 2) & 3 == 0 for d in decisions)  # missing type None on every split
+    ranker = import_model(model)
+    rows = _rows(ranker, X)
+    rows = np.vstack([rows, np.where(np.arange(rows.shape[1]) % 2, np.nan, rows[:200])])  # more NaN
+    np.testing.assert_allclose(ranker.predict(rows), model.booster_.predict(rows), rtol=0, atol=1e-12)
+
+
+def test_lightgbm_zero_splits_send_tiny_values_as_lightgbm_does(data):
+    """LightGBM splits zeros from the rest at ±1e-35 and its predict reads |x| <= 1e-35 as 0.0."""
+    lgb = pytest.importorskip("lightgbm")
+    X, y, qid = data
+    X = np.where(np.abs(X) < 0.7, 0.0, X)  # many exact zeros: LightGBM's zero-threshold splits
+    model = lgb.LGBMRanker(n_estimators=10, num_leaves=6, min_child_samples=5, verbose=-1).fit(X, y, group=_group(qid))
+    assert "e-35" in model.booster_.model_to_string()
+    ranker = import_model(model)
+    k = float(np.float32(1e-35))
+    tiny = [0.0, -0.0, k, -k, k / 2, -k / 2, np.nextafter(k, 1), np.nextafter(-k, -1), 2e-35, -2e-35, 1e-300]
+    rows = np.repeat(X[:len(tiny)], X.shape[1], axis=0)
+    rows[np.arange(rows.shape[0]), np.tile(np.arange(X.shape[1]), len(tiny))] = np.repeat(tiny, X.shape[1])
+    rows = np.vstack([rows, _rows(ranker, X)])
+    np.testing.assert_allclose(ranker.predict(rows), model.booster_.predict(rows), rtol=0, atol=1e-12)
+
+
+@pytest.mark.filterwarnings("ignore:X does not have valid feature names")
+def test_imported_model_keeps_real_feature_names_and_saves(lgb_ranker, data, tmp_path):
+    lgb = pytest.importorskip("lightgbm")
+    X, y, qid = data
+    names = ["title", "body", "anchor", "url", "age"]
+    model = lgb.LGBMRanker(n_estimators=5, num_leaves=4, min_child_samples=5, verbose=-1).fit(
+        X, y, group=_group(qid), feature_name=names)
+    ranker = import_model(model)
+    assert list(ranker.feature_names_in_) == names
+    ranker.save_model(tmp_path / "ours.json")
+    np.testing.assert_array_equal(load_model(tmp_path / "ours.json").predict(X), ranker.predict(X))
+
+
+def _lgb_model_text(estimator, X, y, **fit_params):
+    return estimator.fit(X, y, **fit_params).booster_.model_to_string()
+
+
+@pytest.mark.parametrize("case, message", [
+    ("categorical", "by category"),
+    ("linear", "linear tree"),
+    ("multiclass", "multiclass"),
+    ("binary", "transforms the sum"),
+    ("zero_as_missing", "zero as missing"),
+    ("reg_sqrt", "squares the sum"),
+])
+def test_lightgbm_models_we_cannot_reproduce_are_refused(case, message, data, tmp_path):
+    lgb = pytest.importorskip("lightgbm")
+    X, y, qid = data
+    params = dict(n_estimators=3, num_leaves=4, min_child_samples=5, verbose=-1)
+    if case == "categorical":
+        Xc = np.column_stack([y.astype(int), np.nan_to_num(X[:, 1:])])  # a category that predicts the label
+        text = _lgb_model_text(lgb.LGBMRanker(**params, min_data_per_group=2, cat_smooth=1), Xc, y,
+                               group=_group(qid), categorical_feature=[0])
+    elif case == "linear":
+        text = _lgb_model_text(lgb.LGBMRegressor(**params, linear_tree=True), np.nan_to_num(X), y)
+    elif case == "multiclass":
+        text = _lgb_model_text(lgb.LGBMClassifier(**params), X, y)
+    elif case == "binary":
+        text = _lgb_model_text(lgb.LGBMClassifier(**params), X, y > 1)
+    elif case == "reg_sqrt":
+        text = _lgb_model_text(lgb.LGBMRegressor(**params, reg_sqrt=True), X, y)
+    else:
+        text = _lgb_model_text(lgb.LGBMRegressor(**params, zero_as_missing=True), np.nan_to_num(X), y)
+    (tmp_path / "model.txt").write_text(text)
+    with pytest.raises(ValueError, match=message):
+        import_model(tmp_path / "model.txt")
+
+
+def test_categorical_error_names_the_feature(data):
+    lgb = pytest.importorskip("lightgbm")
+    X, y, qid = data
+    Xc = np.column_stack([np.nan_to_num(X[:, :2]), y.astype(int)])
+    model = lgb.LGBMRanker(n_estimators=3, num_leaves=4, min_child_samples=5, min_data_per_group=2, cat_smooth=1,
+                           verbose=-1).fit(Xc, y, group=_group(qid), feature_name=["a", "b", "genre"],
+                                           categorical_feature=["genre"])
+    with pytest.raises(ValueError, match="'genre' \\(column 2\\)"):
+        import_model(model)
+
+
+# ---------------------------------------------------------------- XGBoost
+
+
+@pytest.fixture(scope="module")
+def xgb_ranker(data):
+    xgb = pytest.importorskip("xgboost")
+    X, y, qid = data
+    return xgb.XGBRanker(n_estimators=30, max_depth=4, learning_rate=0.1, n_jobs=1).fit(X, y, qid=qid)
+
+
+def _xgb_rows(ranker, X):
+    """Float64 rows at every threshold, its neighbours, and halfway between the float32 values on each side of
+    XGBoost's split condition (the tie XGBoost's float64 -> float32 rounding breaks to even)."""
+    def values_at(t):
+        c = F32(t)  # our threshold rounds to XGBoost's condition or the float32 below it
+        below, above = np.nextafter(c, F32(-np.inf)), np.nextafter(c, F32(np.inf))
+        mids = [(float(below) + float(c)) / 2, (float(c) + float(above)) / 2]
+        return at_thresholds_f64(t)[:4] + [float(below), float(c), float(above)] + mids + [
+            np.nextafter(m, s) for m in mids for s in (-np.inf, np.inf)]
+    return np.vstack([X, probe_rows(ranker._trees, X[:40], values_at)])
+
+
+def test_xgboost_model_file_and_objects_import_with_the_same_predictions(xgb_ranker, data, tmp_path):
+    X = data[0]
+    booster = xgb_ranker.get_booster()
+    booster.save_model(str(tmp_path / "model.json"))
+    for source in (tmp_path / "model.json", booster, xgb_ranker):
+        ranker = import_model(source)
+        assert ranker.n_features_in_ == 5 and ranker.n_estimators_ == 31  # 30 trees and base_score
+        rows = _xgb_rows(ranker, X)
+        for batch in (rows, rows.astype(F32)):
+            theirs = booster.inplace_predict(batch)
+            np.testing.assert_allclose(ranker.predict(batch), theirs, rtol=0,
+                                       atol=1e-6 * max(1.0, np.abs(theirs).max()))
+
+
+def test_xgboost_rows_go_xgboost_s_way_at_every_split_condition(xgb_ranker, data):
+    """Tree by tree: each tree's output for each row is the leaf XGBoost reaches (float32 values, exact)."""
+    X = data[0]
+    booster = xgb_ranker.get_booster()
+    ranker = import_model(booster)
+    rows = _xgb_rows(ranker, X)
+    from exchange_probes import leaves
+    reached = leaves(ranker._trees, rows) + ranker._trees["tree_starts"]
+    base = ranker._trees["value"][ranker._trees["tree_starts"][-1]]
+    for k in range(30):
+        theirs = booster.inplace_predict(rows, iteration_range=(k, k + 1)) - F32(base)
+        np.testing.assert_allclose(theirs, ranker._trees["value"][reached[:, k]], rtol=0, atol=1e-6,
+                                   err_msg=f"tree {k}")
+
+
+@pytest.mark.parametrize("case, message", [("multiclass", "multiclass"), ("binary", "transforms the sum"),
+                                           ("categorical", "by category"), ("dart", "dart")])
+def test_xgboost_models_we_cannot_reproduce_are_refused(case, message, data):
+    xgb = pytest.importorskip("xgboost")
+    X, y, qid = data
+    params = dict(n_estimators=3, max_depth=2, n_jobs=1)
+    if case == "multiclass":
+        model = xgb.XGBClassifier(**params).fit(X, y.astype(int))
+    elif case == "binary":
+        model = xgb.XGBClassifier(**params).fit(X, (y > 1).astype(int))
+    elif case == "categorical":
+        pd = pytest.importorskip("pandas")
+        frame = pd.DataFrame({"genre": pd.Categorical(y.astype(int)), "x": X[:, 0]})
+        model = xgb.XGBRegressor(**params, enable_categorical=True, max_cat_to_onehot=1).fit(frame, y)
+    else:
+        model = xgb.XGBRegressor(**params, booster="dart").fit(X, y)
+    with pytest.raises(ValueError, match=message):
+        import_model(model)
+
+
+# ---------------------------------------------------------------- damaged or foreign files
+
+
+def test_garbage_truncated_and_foreign_files_are_refused(lgb_ranker, xgb_ranker, tmp_path):
+    text = lgb_ranker.booster_.model_to_string()
+    raw = bytes(xgb_ranker.get_booster().save_raw(raw_format="json"))
+    cases = {
+        "garbage.bin": (bytes(range(256)) * 4, "neither a LightGBM"),
+        "lgb_truncated.txt": (text[:len(text) // 2].encode(), "truncated"),
+        "lgb_cut_in_a_tree.txt": (text[:text.index("Tree=3")].encode() + b"end of trees\n", "tree_sizes"),
+        "xgb_truncated.json": (raw[:len(raw) // 2], "not valid JSON"),
+        "xgb_dump.json": (b'[{"nodeid": 0, "leaf": 0.5}]', "dump"),
+        "empty.json": (b"{}", "lacks XGBoost's learner"),
+        "pickle.pkl": (b"\x80\x04K\x01.", "pickle"),
+        "model.ubj": (bytes(xgb_ranker.get_booster().save_raw(raw_format="ubj")), "UBJSON"),
+    }
+    for name, (content, message) in cases.items():
+        (tmp_path / name).write_bytes(content)
+        with pytest.raises(ValueError, match=message):
+            import_model(tmp_path / name)
+    ours = tmp_path / "ours.json"
+    LambdaMARTRanker(n_estimators=2, n_jobs=1).fit(*make_data(seed=1)[:2], make_data(seed=1)[2]).save_model(ours)
+    with pytest.raises(ValueError, match="load_model"):
+        import_model(ours)
+    with pytest.raises(TypeError, match="source must be"):
+        import_model(42)

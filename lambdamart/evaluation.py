@@ -318,7 +318,10 @@ def _per_query(metric, y_true, scores, qid, metric_params):
         function, kwargs, name = metric, {}, getattr(metric, "__name__", "metric")
     else:
         raise TypeError(f"metric must be a name like 'ndcg@10' or a function of lambdamart.metrics; got {metric!r}.")
-    return name, function(y_true, scores, qid, **kwargs, **(metric_params or {}), reduce=None)
+    values = function(y_true, scores, qid, **kwargs, **(metric_params or {}), reduce=None)
+    if function is metrics.geometric_mean_average_precision:
+        values = np.log(values)  # gMAP is the mean of these: compare queries on the scale gMAP averages
+    return name, values
 
 
 # ------------------------------------------------------------------------------------------------ rankers
@@ -345,7 +348,8 @@ def compare(y_true: ArrayLike, scores_a: ArrayLike, scores_b: ArrayLike, qid: Ar
         Query id of each row; None: one query (a test then fails: it needs 2 queries or more).
     metric : str or callable, default="ndcg@10"
         A name (see :func:`parse_metric`), or a function ``f(y_true, y_score, qid, reduce=None, **params)`` of
-        :mod:`lambdamart.metrics`.
+        :mod:`lambdamart.metrics`. gMAP is compared through log(max(AP, floor)) per query, the values whose mean
+        it exponentiates, so the means and the difference of its result are in log scale.
     test : {"t", "wilcoxon", "sign", "randomization", "bootstrap"}, default="t"
         The paired test; see :func:`paired_test`.
     metric_params : mapping, default=None

@@ -32,8 +32,8 @@ from numpy.typing import ArrayLike
 
 from ._files import write_atomically
 
-__all__ = ["Qrels", "Run", "RankingArrays", "read_qrels", "read_run", "write_run", "write_qrels", "to_arrays",
-           "to_run", "to_qrels"]
+__all__ = ["Qrels", "Run", "RankingArrays", "read_qrels", "read_run", "write_run", "write_qrels", "format_run",
+           "to_arrays", "to_run", "to_qrels"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -437,12 +437,28 @@ def write_run(path: str | os.PathLike, run: Run | ArrayLike, qid: ArrayLike | No
         if qid is None or docno is None:
             raise TypeError("write_run(path, scores, qid, docno): scores need their query and document ids.")
         run = to_run(run, qid, docno, run_name=run_name, depth=depth)
+    write_atomically(path, format_run(run))
+
+
+def format_run(run: Run) -> str:
+    """The text of a run file: what :func:`write_run` writes.
+
+    Parameters
+    ----------
+    run : Run
+        The run.
+
+    Returns
+    -------
+    str
+        One line per entry, ``qid Q0 docno rank score run_name``, each ending with a newline.
+    """
     score_text = run.score_text if run.score_text is not None else [repr(s) for s in run.score.tolist()]
     rank_text = run.rank_text if run.rank_text is not None else run.rank.astype(str)
-    sep = run.separator
-    lines = [sep.join(fields) for fields in zip(run.qid.tolist(), run.iteration.tolist(), run.docno.tolist(),
-                                                list(rank_text), list(score_text), run.name.tolist())]
-    write_atomically(path, "".join(line + "\n" for line in lines))
+    lines = [run.separator.join(fields) for fields in zip(run.qid.tolist(), run.iteration.tolist(),
+                                                          run.docno.tolist(), list(rank_text), list(score_text),
+                                                          run.name.tolist())]
+    return "".join(line + "\n" for line in lines)
 
 
 def write_qrels(path: str | os.PathLike, qrels: Qrels | ArrayLike, qid: ArrayLike | None = None,

@@ -171,11 +171,11 @@ def paired_test(values_a: ArrayLike, values_b: ArrayLike, *, test: str = "t", co
     rng = np.random.default_rng(random_state)
     if not d.any():  # identical values: no test has anything to say, and some of scipy's would fail
         statistic, p = (0.0, 1.0)
+    elif test == "t" and sd == 0:  # every difference equal and non-zero: t is infinite, the difference certain
+        statistic, p = float(np.copysign(np.inf, d.mean())), 0.0
     elif test == "t":
         result = stats.ttest_rel(b, a)
         statistic, p = float(result.statistic), float(result.pvalue)
-        if sd == 0:  # every difference equal and non-zero: t is infinite, the difference certain
-            p = 0.0
     elif test == "wilcoxon":
         result = stats.wilcoxon(d)
         statistic, p = float(result.statistic), float(result.pvalue)

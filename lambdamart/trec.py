@@ -168,14 +168,15 @@ def _split(path, number, line, n_columns, layout):
 def _check_unique(qid, docno, what, path=None, numbers=None):
     """A document listed twice for a query: ValueError naming both lines (or rows, for arrays)."""
     keys = np.char.add(np.char.add(qid.astype(str), "\x00"), docno.astype(str))
-    _, first, counts = np.unique(keys, return_index=True, return_counts=True)
-    if (counts > 1).any():
-        dup = first[np.argmax(counts > 1)]
-        later = np.flatnonzero(keys == keys[dup])[1]
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    repeats = np.flatnonzero(first[inverse.reshape(-1)] != np.arange(keys.size))
+    if repeats.size:
+        later = repeats[0]  # the earliest line that repeats an earlier one
+        dup = first[inverse.reshape(-1)[later]]
         where = f"{path}, line {numbers[later]}" if path is not None else f"row {later}"
         was = f"line {numbers[dup]}" if path is not None else f"row {dup}"
-        raise ValueError(f"{where}: document {docno[dup]!r} appears again for query {qid[dup]!r} (first on {was}); "
-                         f"{what} may list a document once per query.")
+        raise ValueError(f"{where}: document {str(docno[dup])!r} appears again for query {str(qid[dup])!r} (first on "
+                         f"{was}); {what} may list a document once per query.")
 
 
 def read_qrels(path: str | os.PathLike) -> Qrels:

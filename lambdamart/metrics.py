@@ -41,7 +41,6 @@ __all__ = [
     "r_precision",
     "geometric_mean_average_precision",
     "precision_recall_curve",
-    "PrecisionRecallCurve",
     "err",
     "kendall_tau",
 ]

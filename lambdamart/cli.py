@@ -837,6 +837,8 @@ def run_compare(args):
         raise usage_error("--alpha must be between 0 and 1 (e.g. 0.05).")
     if args.resamples < 1:
         raise usage_error("--resamples must be at least 1.")
+    if args.seed < 0:
+        raise usage_error("--seed must be a non-negative integer.")
     qrels = _read_trec(args.qrels, "--qrels", read_qrels)
     runs = [_read_trec(path, "run", read_run) for path in args.runs]
     evaluated = [_trec_values(qrels, run, path, wanted) for run, path in zip(runs, args.runs)]

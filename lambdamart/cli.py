@@ -795,6 +795,10 @@ def _trec_values(qrels, run, path, wanted):
             values[name] = metric(arrays.y, arrays.score, arrays.qid, reduce=None, **kwargs)
             if metric is metrics.geometric_mean_average_precision:
                 values[name] = np.log(values[name])
+            if metric is metrics.precision_at_k and kwargs.get("k") is not None:
+                # trec_eval's P_k divides by k even for a query with fewer documents (the metric by min(k, n)).
+                sizes = np.unique(arrays.qid, return_counts=True)[1]
+                values[name] = values[name] * np.minimum(kwargs["k"], sizes) / kwargs["k"]
         except ValueError as error:
             raise CommandError(f"{name} on {path}: {error}") from None
     return values, arrays.query_ids

@@ -19,15 +19,20 @@ metrics of :mod:`lambdamart.metrics` with ``ties="input"`` rank the documents ex
 
 How trec_eval's measures map to :mod:`lambdamart.metrics` on ``a = to_arrays(qrels, run)``, always with
 ``ties="input"`` (the order of ``a``) and, where the metric has it, ``empty=0.0`` (trec_eval gives 0 to a query whose
-qrels hold no relevant document): ``map`` is ``mean_average_precision``, ``gm_map``
-``geometric_mean_average_precision`` (floor 1e-5), ``Rprec`` ``r_precision``, ``recip_rank``
-``mean_reciprocal_rank``, ``P_k`` ``precision_at_k(k=k)`` (trec_eval divides by k even when a query has fewer than
-k documents, these metrics by the number there is), ``recall_k`` ``recall_at_k(k=k)``, ``set_F`` ``f_measure(k=None)``
-(its parameter x is beta**2: ``set_F.0.25`` is ``beta=0.5``), ``set_P``/``set_recall`` precision/recall with
-``k=None``, ``ndcg_cut_k`` ``ndcg(k=k, gain="linear")``, ``success_k`` ``hits_at_k(k=k)`` and
-``iprec_at_recall_L`` ``precision_recall_curve(...).precision`` at level L. trec_eval averages over the queries in
-both files (without ``-c``), as :func:`to_arrays` keeps them. The values are equal as long as the run retrieves every
-relevant document of the qrels (``missing_relevant`` all 0): the metrics see only the rows they are given.
+qrels hold no relevant document):
+
+- ``map``: ``mean_average_precision``; ``gm_map``: ``geometric_mean_average_precision`` (floor 1e-5);
+- ``Rprec``: ``r_precision``; ``recip_rank``: ``mean_reciprocal_rank``; ``success_k``: ``hits_at_k(k=k)``;
+- ``P_k``: ``precision_at_k(k=k)`` (trec_eval divides by k even when a query has fewer than k documents, the metric
+  by the number there is; ``lambdamart evaluate --run`` and ``lambdamart compare`` divide by k);
+- ``recall_k``: ``recall_at_k(k=k)``; ``set_P``, ``set_recall``: the same with ``k=None``;
+- ``set_F``: ``f_measure(k=None)``; its parameter x is beta**2 (``set_F.0.25`` is ``beta=0.5``);
+- ``ndcg_cut_k``: ``ndcg(k=k, gain="linear")``;
+- ``iprec_at_recall_L``: ``precision_recall_curve(...).precision`` at level L.
+
+trec_eval averages over the queries in both files (without ``-c``), which :func:`to_arrays` keeps. The values are
+equal as long as the run retrieves every relevant document of the qrels (``missing_relevant`` all 0): the metrics
+see only the rows they are given.
 
 Bad files raise ``ValueError`` naming the file and line: a wrong number of columns, a score or relevance that is
 not a number, or the same document twice in a query.

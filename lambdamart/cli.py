@@ -179,7 +179,8 @@ def build_parser():
                        "over their orders; queries without a relevant document count 1 for NDCG, MAP and MRR.\n\n"
                        "Or, with --qrels and --run, evaluate a TREC run file as trec_eval does: documents ranked by "
                        "score, ties by docno (descending); only queries in both files; unjudged documents are not "
-                       "relevant; a query without a relevant document counts 0.", run_evaluate)
+                       "relevant; relevant documents the run missed count (recall, MAP, R-precision, F, NDCG); "
+                       "P@k divides by k; a query without a relevant document counts 0.", run_evaluate)
     evaluate.add_argument("--model", metavar="MODEL", help="a model file written by train (with --data)")
     evaluate.add_argument("--data", metavar="FILE", help="LETOR data with qid: or FILE.query (with --model)")
     evaluate.add_argument("--qrels", metavar="QRELS", help="TREC relevance judgements, 'qid iter docno rel' (with "
@@ -772,36 +773,24 @@ def _read_trec(path, option, reader):
 
 
 def _trec_values(qrels, run, path, wanted):
-    """Per-query values of each metric on a run, as trec_eval computes them: {name: values}, the query ids."""
-    import inspect
+    """Per-query values of each metric on a run, as trec_eval computes them: {name: values}, the query ids.
 
+    gMAP's values are logs, so that its mean (exponentiated) and its tests are on the scale it averages.
+    """
     from . import metrics
-    from .trec import to_arrays
+    from .evaluation import evaluate_run
 
-    arrays = to_arrays(qrels, run)
-    if arrays.query_ids.size == 0:
+    try:
+        result = evaluate_run(qrels, run, [name for name, _, _ in wanted])
+    except ValueError as error:
+        raise CommandError(f"{path}: {error}") from None
+    if result.query_ids.size == 0:
         raise CommandError(f"{path}: none of its queries is in the qrels; is it a run of this collection?")
-    missing = int(arrays.missing_relevant.sum())
-    if missing:
-        print(f"note: {path} does not retrieve {_plural(missing, 'relevant document')} of the qrels; the metrics see "
-              f"retrieved documents only, so recall, MAP, R-precision and F count fewer relevant documents than "
-              f"trec_eval does.", file=sys.stderr)
-    values = {}
-    for name, metric, kwargs in wanted:
-        accepted = inspect.signature(metric).parameters
-        trec_style = {"ties": "input", "empty": 0.0}  # trec_eval's order (docno breaks ties) and its 0 for no rel
-        kwargs = dict(kwargs, **{key: value for key, value in trec_style.items() if key in accepted})
-        try:
-            values[name] = metric(arrays.y, arrays.score, arrays.qid, reduce=None, **kwargs)
-            if metric is metrics.geometric_mean_average_precision:
-                values[name] = np.log(values[name])
-            if metric is metrics.precision_at_k and kwargs.get("k") is not None:
-                # trec_eval's P_k divides by k even for a query with fewer documents (the metric by min(k, n)).
-                sizes = np.unique(arrays.qid, return_counts=True)[1]
-                values[name] = values[name] * np.minimum(kwargs["k"], sizes) / kwargs["k"]
-        except ValueError as error:
-            raise CommandError(f"{name} on {path}: {error}") from None
-    return values, arrays.query_ids
+    values = dict(result.values)
+    for name, metric, _ in wanted:
+        if metric is metrics.geometric_mean_average_precision:
+            values[name] = np.log(values[name])
+    return values, result.query_ids
 
 
 def _evaluate_run(args, wanted):

@@ -17,6 +17,9 @@ Every test is two-sided. Except for ``"bootstrap"``, the interval reported is th
 difference. The effect size is the standardised mean difference of paired data, d_z = mean(d) / sd(d) (Cohen).
 Several systems against one baseline: :func:`compare_to_baseline`, whose p-values are corrected for the number of
 comparisons (Holm's step-down method by default, or Bonferroni's); see :func:`correct_p_values`.
+
+TREC runs: :func:`evaluate_run` gives a run's per-query metrics as trec_eval computes them (also where the run
+misses relevant documents), ready for :func:`paired_test`; ``lambdamart compare`` is built on the two.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from scipy import stats
 from . import metrics
 
 __all__ = ["Comparison", "TESTS", "paired_test", "compare", "compare_to_baseline", "correct_p_values",
-           "parse_metric"]
+           "parse_metric", "RunEvaluation", "evaluate_run"]
 
 TESTS = ("t", "wilcoxon", "sign", "randomization", "bootstrap")
 
@@ -429,3 +432,125 @@ def _corrected(results, correction):
     adjusted = correct_p_values([r.p_value_uncorrected for r in results.values()], correction)
     return {system: replace(r, p_value=float(p), correction=correction)
             for (system, r), p in zip(results.items(), adjusted)}
+
+
+# ------------------------------------------------------------------------------------------------ TREC runs
+
+
+@dataclass(frozen=True)
+class RunEvaluation:
+    """Per-query metrics of a TREC run, as trec_eval computes them.
+
+    Attributes
+    ----------
+    query_ids : ndarray of str, shape (n_queries,)
+        The queries evaluated (in both the run and the qrels), sorted.
+    values : dict of str to ndarray of shape (n_queries,)
+        Each metric's value per query, by the name it was asked for. gMAP's are max(AP, floor), whose geometric
+        mean it is.
+    """
+
+    query_ids: np.ndarray
+    values: dict
+
+    def mean(self, name: str) -> float:
+        """The average over queries of metric ``name``: geometric for gMAP, arithmetic for the others.
+
+        Parameters
+        ----------
+        name : str
+            A name the run was evaluated with.
+
+        Returns
+        -------
+        float
+        """
+        values = self.values[name]
+        if parse_metric(name)[0] is metrics.geometric_mean_average_precision:
+            return float(np.exp(np.log(values).mean()))
+        return float(values.mean())
+
+
+def evaluate_run(qrels, run, metric_names=("map", "P_10", "ndcg_cut_10", "Rprec")) -> RunEvaluation:
+    """Evaluate a TREC run on qrels as trec_eval does, query by query.
+
+    The run is joined with the qrels by :func:`lambdamart.trec.to_arrays` (trec_eval's order: score descending,
+    ties by docno descending; only queries in both) and each metric is taken with ``ties="input"`` and
+    ``empty=0.0``. Where trec_eval counts what the run did not retrieve, so does this: AP (and gMAP) and recall
+    divide by every relevant document of the qrels, R-precision cuts at that number, F uses it as recall's
+    denominator, NDCG's ideal ranking holds every judged document, and precision at k divides by k even for a
+    query with fewer documents. So ``map``, ``gm_map``, ``map@k`` (trec_eval's ``map_cut_k``), ``P_k``,
+    ``recall_k``, ``Rprec``, ``set_F``, ``ndcg_cut_k``, ``recip_rank`` and ``success_k`` equal trec_eval's on any
+    run; the metrics trec_eval lacks (ERR, Kendall's tau) see the retrieved documents only.
+
+    Parameters
+    ----------
+    qrels : lambdamart.trec.Qrels
+        The judgements (:func:`lambdamart.trec.read_qrels`).
+    run : lambdamart.trec.Run
+        The run (:func:`lambdamart.trec.read_run`).
+    metric_names : sequence of str, default=("map", "P_10", "ndcg_cut_10", "Rprec")
+        Metric names (see :func:`parse_metric`).
+
+    Returns
+    -------
+    RunEvaluation
+        The query ids and each metric's per-query values.
+    """
+    import inspect
+
+    from .trec import to_arrays
+
+    a = to_arrays(qrels, run)
+    if a.query_ids.size == 0:
+        return RunEvaluation(a.query_ids, {name: np.empty(0) for name in metric_names})
+    sizes = np.unique(a.qid, return_counts=True)[1]
+    found = np.array([(a.y[a.qid == q] > 0).sum() for q in a.query_ids], dtype=np.float64)
+    relevant = found + a.missing_relevant  # every relevant document of the qrels (rel >= 1)
+    values = {}
+    for name in metric_names:
+        function, kwargs = parse_metric(name)
+        accepted = inspect.signature(function).parameters
+        kwargs = dict(kwargs, **{key: value for key, value in (("ties", "input"), ("empty", 0.0))
+                                 if key in accepted})
+        values[name] = _trec_value(function, kwargs, a, sizes, found, relevant, qrels)
+    return RunEvaluation(a.query_ids, values)
+
+
+def _ratio(numerator, denominator):
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(denominator > 0, numerator / np.where(denominator > 0, denominator, 1), 0.0)
+
+
+def _trec_value(function, kwargs, a, sizes, found, relevant, qrels):
+    """One metric per query, with trec_eval's denominators (``found``: relevant retrieved; ``relevant``: all)."""
+    k = kwargs.get("k")
+    if function is metrics.geometric_mean_average_precision:
+        ap_kwargs = {key: v for key, v in kwargs.items() if key != "floor"}
+        ap = _trec_value(metrics.mean_average_precision, ap_kwargs, a, sizes, found, relevant, qrels)
+        return np.maximum(ap, kwargs.get("floor", 1e-5))
+    if function is metrics.r_precision:  # precision at R (all relevant), among the retrieved documents
+        curve = metrics.precision_recall_curve(a.y, a.score, a.qid, ties="input", empty=0.0, reduce=None)
+        cut = np.minimum(relevant, sizes).astype(np.int64)
+        hits = np.array([p[c - 1] * c if c > 0 else 0.0 for p, c in zip(curve.query_precision, cut)])
+        return _ratio(hits, relevant)
+    if function is metrics.ndcg:  # the ideal ranking holds every judged document, retrieved or not
+        dcg = metrics.dcg(a.y, a.score, a.qid, k=k, gain=kwargs.get("gain", "exponential"), ties="input",
+                          reduce=None)
+        judged = np.isin(qrels.qid, a.query_ids)
+        labels = np.maximum(qrels.relevance[judged], 0).astype(np.float64)
+        ideal = metrics.dcg(labels, labels, qrels.qid[judged], k=k, gain=kwargs.get("gain", "exponential"),
+                            reduce=None)
+        return _ratio(dcg, ideal)
+    values = function(a.y, a.score, a.qid, reduce=None, **kwargs)
+    top = sizes if k is None else np.minimum(k, sizes)
+    if function is metrics.mean_average_precision:  # ours divides by min(k, found), trec_eval by all relevant
+        return values * _ratio(np.minimum(top, found), relevant)
+    if function is metrics.recall_at_k:
+        return values * _ratio(found, relevant)
+    if function is metrics.f_measure:  # (1 + b2) h / (b2 R + m): swap R = found for R = relevant
+        b2 = kwargs.get("beta", 1.0) ** 2
+        return values * (b2 * found + top) / (b2 * relevant + top)
+    if function is metrics.precision_at_k and k is not None:  # trec_eval divides by k, the metric by min(k, n)
+        return values * top / k
+    return values

@@ -32,7 +32,8 @@ qrels hold no relevant document):
 
 trec_eval averages over the queries in both files (without ``-c``), which :func:`to_arrays` keeps. The values are
 equal as long as the run retrieves every relevant document of the qrels (``missing_relevant`` all 0): the metrics
-see only the rows they are given.
+see only the rows they are given. :func:`lambdamart.evaluation.evaluate_run` applies this table and trec_eval's
+denominators, so it equals trec_eval on any run.
 
 Bad files raise ``ValueError`` naming the file and line: a wrong number of columns, a score or relevance that is
 not a number, or the same document twice in a query.
@@ -135,8 +136,9 @@ class RankingArrays:
         The queries kept (in both the run and the qrels), sorted: the order of ``reduce=None`` results.
     missing_relevant : ndarray of int64, shape (n_queries,)
         Relevant documents (``rel >= 1``) of each kept query that the run did not retrieve. The metrics see only
-        retrieved documents, so where this is not 0, recall-based values (recall, AP, R-precision, F) are higher
-        than trec_eval's, which counts every judged relevant document.
+        retrieved documents, so where this is not 0, recall-based values (recall, AP, R-precision, F, NDCG) are
+        higher than trec_eval's, which counts every judged relevant document;
+        :func:`lambdamart.evaluation.evaluate_run` counts them as trec_eval does.
     queries_without_judgements : ndarray of str
         Queries of the run absent from the qrels (left out, as trec_eval does).
     queries_not_retrieved : ndarray of str

@@ -204,3 +204,49 @@ def test_bad_arguments():
         M.precision_recall_curve(y, score, recall_levels=[0.5, 1.5])
     with pytest.raises(TypeError, match="k must be an integer"):
         M.f_measure(y, score, k=1.5)
+
+
+# ---------------------------------------------------------------------------------------------- incomplete runs
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_evaluate_run_equals_trec_eval_on_runs_that_miss_documents(seed):
+    """A real run: truncated at a depth of its own per query, unjudged documents retrieved, judged relevant ones
+    missed, a query only in the qrels and one only in the run, tied scores."""
+    from lambdamart.evaluation import evaluate_run
+
+    rng = np.random.default_rng(seed)
+    y, score, qid, docno = random_collection(seed + 10, n_queries=20, min_docs=15, max_docs=50)
+    qrels = trec.to_qrels(y, qid, docno)
+    depth = {q: int(rng.integers(3, 30)) for q in np.unique(qid)}
+    run_rows = np.array([rng.random() < 0.8 for _ in qid])  # some judged documents never retrieved
+    extra = 60  # retrieved but never judged, one query the qrels do not have
+    run_qid = np.r_[qid[run_rows], rng.choice(np.unique(qid), extra - 5), ["only-in-run"] * 5]
+    run_doc = np.r_[docno[run_rows], [f"unjudged{i}" for i in range(extra)]]
+    run_score = np.r_[score[run_rows], rng.integers(0, 8, extra).astype(float)]
+    full = trec.to_run(run_score, run_qid, run_doc)
+    keep = full.rank <= np.array([depth.get(q, 10) for q in full.qid])
+    run = trec.Run(full.qid[keep], full.docno[keep], full.rank[keep], full.score[keep], full.name[keep],
+                   full.iteration[keep])
+    assert trec.to_arrays(qrels, run).missing_relevant.sum() > 0  # the case this test is about
+
+    measures = {"map": "map", "gm_map": "gm_map", "map@10": "map_cut_10", "P_5": "P_5", "P_10": "P_10",
+                "recall_5": "recall_5", "recall_20": "recall_20", "Rprec": "Rprec", "set_F": "set_F",
+                "ndcg_cut_10": "ndcg_cut_10", "ndcg_cut_5": "ndcg_cut_5", "recip_rank": "recip_rank",
+                "success_1": "success_1", "set_recall": "set_recall", "set_P": "set_P"}
+    qrels_dict, run_dict = {}, {}
+    for q, d, rel in zip(qrels.qid.tolist(), qrels.docno.tolist(), qrels.relevance.tolist()):
+        qrels_dict.setdefault(q, {})[d] = rel
+    for q, d, s in zip(run.qid.tolist(), run.docno.tolist(), run.score.tolist()):
+        run_dict.setdefault(q, {})[d] = s
+    result = pytrec_eval.RelevanceEvaluator(qrels_dict, {"map", "gm_map", "map_cut.10", "P.5,10", "recall.5,20",
+                                                         "Rprec", "set_F", "ndcg_cut.5,10", "recip_rank",
+                                                         "success.1", "set_recall", "set_P"}).evaluate(run_dict)
+    ours = evaluate_run(qrels, run, list(measures))
+    assert ours.query_ids.tolist() == sorted(result)
+    for name, theirs in measures.items():
+        expected = per_query(result, theirs)
+        got = np.log(ours.values[name]) if name == "gm_map" else ours.values[name]
+        np.testing.assert_allclose(got, expected, rtol=0, atol=TOL, err_msg=name)
+    gm = pytrec_eval.compute_aggregated_measure("gm_map", list(per_query(result, "gm_map")))
+    assert abs(ours.mean("gm_map") - gm) <= TOL and ours.mean("map") == pytest.approx(per_query(result, "map").mean())

@@ -504,8 +504,8 @@ def evaluate_run(qrels, run, metric_names=("map", "P_10", "ndcg_cut_10", "Rprec"
     a = to_arrays(qrels, run)
     if a.query_ids.size == 0:
         return RunEvaluation(a.query_ids, {name: np.empty(0) for name in metric_names})
-    sizes = np.unique(a.qid, return_counts=True)[1]
-    found = np.array([(a.y[a.qid == q] > 0).sum() for q in a.query_ids], dtype=np.float64)
+    _, query, sizes = np.unique(a.qid, return_inverse=True, return_counts=True)
+    found = np.bincount(query.reshape(-1), weights=a.y > 0, minlength=sizes.size)
     relevant = found + a.missing_relevant  # every relevant document of the qrels (rel >= 1)
     values = {}
     for name in metric_names:

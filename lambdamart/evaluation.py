@@ -10,8 +10,9 @@ difference d_q = b_q - a_q of each query is the unit of evidence, and a test ask
 - ``"randomization"``: Fisher's paired randomization test (sign flips of the differences, statistic the mean
   difference; ``scipy.stats.permutation_test``), exact when ``2**n_queries <= n_resamples``, else Monte Carlo.
 - ``"bootstrap"``: the percentile bootstrap of the mean difference (``scipy.stats.bootstrap``); its p-value is
-  twice the smaller share of resampled means on either side of 0, so that p < 1 - confidence exactly when the
-  interval excludes 0 (0 when no resampled mean reaches 0: read it as p < 1 / n_resamples).
+  twice the smaller share of resampled means on either side of 0, so that p < 1 - confidence when the interval
+  excludes 0 and not otherwise (up to how the interval's quantiles are interpolated); 0 when no resampled mean
+  reaches 0: read it as p < 1 / n_resamples.
 
 Every test is two-sided. Except for ``"bootstrap"``, the interval reported is the t interval of the mean
 difference. The effect size is the standardised mean difference of paired data, d_z = mean(d) / sd(d) (Cohen).

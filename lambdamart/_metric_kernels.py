@@ -153,6 +153,21 @@ def recall_query(rel, aux, score, k, average):
 
 
 @njit(cache=True)
+def hits_in_top_query(rel, aux, score, k, average):
+    """Expected number of relevant documents in the top k (the F-measure's numerator, before normalising)."""
+    return _relevant_in_top(rel, score, k, average)
+
+
+@njit(cache=True)
+def r_precision_query(rel, aux, score, k, average):
+    # Precision at R, the query's number of relevant documents (k plays no part).
+    n_rel = rel.sum()
+    if n_rel == 0.0:
+        return np.nan
+    return _relevant_in_top(rel, score, np.int64(n_rel), average) / n_rel
+
+
+@njit(cache=True)
 def ap_query(rel, aux, score, k, average):
     # E[rel_r * hits_up_to_r] at the j-th slot (0-based) of a tie group holding c relevant of m, with `before`
     # relevant ranked above the group: P(slot relevant) * (before + 1) + j * P(two given slots both relevant).
@@ -216,6 +231,67 @@ def hits_query(rel, aux, score, k, average):
     for j in range(min(m, k - a)):
         miss *= (m - c - j) / (m - j)
     return 1.0 - miss
+
+
+# ---------------------------------------------------------------- precision-recall curves
+
+
+@njit(cache=True)
+def precision_recall_points(rel, score, offsets, k, average):
+    """The points of every query's precision-recall curve within the top k.
+
+    A point is the end of a tie group (every rank with ``average=False``; a group straddling k ends at k): its rank
+    and its expected number of relevant documents at or above it. Returns ``(hits, ranks, point_offsets)``: query q
+    owns points ``point_offsets[q]:point_offsets[q + 1]``.
+    """
+    n_queries = offsets.shape[0] - 1
+    hits = np.empty(rel.shape[0])
+    ranks = np.empty(rel.shape[0])
+    point_offsets = np.zeros(n_queries + 1, np.int64)
+    p = 0
+    for q in range(n_queries):
+        lo, hi = offsets[q], offsets[q + 1]
+        order, bounds = tie_groups(score[lo:hi], average)
+        top = min(k, hi - lo)
+        seen = 0.0
+        for g in range(bounds.shape[0] - 1):
+            a, b = bounds[g], bounds[g + 1]
+            if a >= top:
+                break
+            end = min(b, top)
+            seen += _group_sum(rel[lo:hi], order, a, b) / (b - a) * (end - a)
+            hits[p] = seen
+            ranks[p] = end
+            p += 1
+        point_offsets[q + 1] = p
+    return hits[:p], ranks[:p], point_offsets
+
+
+@njit(cache=True)
+def interpolated_precision(hits, ranks, point_offsets, n_relevant, levels):
+    """trec_eval's interpolated precision (``iprec_at_recall``) of every query at every recall level.
+
+    Level L needs c = floor(L * R + 0.9) relevant documents (trec_eval's rule up to 9.0.7, and pytrec_eval's); its
+    precision is the highest precision at any point holding at least c of them, 0 if none does. NaN for R = 0.
+    """
+    n_queries = point_offsets.shape[0] - 1
+    out = np.zeros((n_queries, levels.shape[0]))
+    for q in range(n_queries):
+        r = n_relevant[q]
+        if r == 0.0:
+            out[q, :] = np.nan
+            continue
+        lo, hi = point_offsets[q], point_offsets[q + 1]
+        best = np.zeros(hi - lo + 1)  # best[j]: highest precision at points j.. (suffix maximum)
+        for j in range(hi - lo - 1, -1, -1):
+            best[j] = max(best[j + 1], hits[lo + j] / ranks[lo + j])
+        for i in range(levels.shape[0]):
+            needed = np.floor(levels[i] * r + 0.9)
+            j = 0
+            while j < hi - lo and hits[lo + j] < needed - 1e-9:  # expected hits may be fractional sums
+                j += 1
+            out[q, i] = best[j]
+    return out
 
 
 # ---------------------------------------------------------------- expected reciprocal rank
@@ -414,6 +490,14 @@ class _Hits(NamedTuple):
     pass
 
 
+class _HitsInTop(NamedTuple):
+    pass
+
+
+class _RPrecision(NamedTuple):
+    pass
+
+
 class _Err(NamedTuple):
     pass
 
@@ -428,8 +512,9 @@ class _KendallGain(NamedTuple):
 
 _QUERY_KERNELS = {_Ndcg: ndcg_query, _Dcg: dcg_query, _Ap: ap_query, _Rr: rr_query, _Precision: precision_query,
                   _Recall: recall_query, _Hits: hits_query, _Err: err_query, _Kendall: kendall_query,
-                  _KendallGain: kendall_gain_query}
-NDCG, DCG, AP, RR, PRECISION, RECALL, HITS, ERR, KENDALL, KENDALL_GAIN = (cls() for cls in _QUERY_KERNELS)
+                  _KendallGain: kendall_gain_query, _HitsInTop: hits_in_top_query, _RPrecision: r_precision_query}
+(NDCG, DCG, AP, RR, PRECISION, RECALL, HITS, ERR, KENDALL, KENDALL_GAIN, HITS_IN_TOP,
+ R_PRECISION) = (cls() for cls in _QUERY_KERNELS)
 
 
 def _query_value(metric, x, aux, score, k, average):

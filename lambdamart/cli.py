@@ -4,12 +4,16 @@
 
     lambdamart demo [--queries N] [--rounds R] [--seed S] [--jobs T]
     lambdamart train --train FILE [--valid FILE] --model OUT [--param key=value ...]
-    lambdamart predict --model MODEL --data FILE [--output scores.txt]
+    lambdamart predict --model MODEL --data FILE [--output scores.txt] [--format trec --run-name NAME]
     lambdamart evaluate --model MODEL --data FILE [--metrics ndcg@10,map,mrr]
+    lambdamart evaluate --qrels QRELS --run RUN [--metrics map,P_10,ndcg_cut_10]
+    lambdamart compare --qrels QRELS RUN_A RUN_B ... [--metrics ...] [--test t] [--correction holm]
 
 Data files are LETOR/SVMlight text (``label qid:<id> <index>:<value> ...``, as MSLR, Yahoo! LTR and Istella ship
 them), or the same without ``qid:`` plus a ``FILE.query`` file of query sizes (LightGBM's layout). Models are the
-safe JSON files of :meth:`LambdaMARTRanker.save_model`.
+safe JSON files of :meth:`LambdaMARTRanker.save_model`. Qrels and run files are TREC's 4- and 6-column text files
+(:mod:`lambdamart.trec`); with them, metrics follow trec_eval (ties by docno, queries without relevant documents
+count 0).
 
 Results go to stdout and everything else (progress of ``predict``/``evaluate``, notes, errors) to stderr. Exit
 codes: 0 success; 1 a file is missing, unreadable or malformed, or the data cannot be trained on; 2 the command
@@ -34,6 +38,9 @@ from . import __version__
 from ._files import write_atomically
 
 EXIT_OK, EXIT_DATA, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 0, 1, 2, 130, 141
+
+_DEFAULT_METRICS = "ndcg@1,ndcg@5,ndcg@10,map,mrr"
+_DEFAULT_TREC_METRICS = "map,P_10,ndcg_cut_10,Rprec"
 
 _FORMATS = """\
 Data files are LETOR/SVMlight text, one document per line: "<label> qid:<query id> <index>:<value> ...", or
@@ -92,7 +99,7 @@ def usage_error(message):
 
 
 def build_parser():
-    """The argument parser of the ``lambdamart`` command and its four subcommands."""
+    """The argument parser of the ``lambdamart`` command and its five subcommands."""
     parser = argparse.ArgumentParser(
         prog="lambdamart",
         description="Gradient-boosted LambdaMART learning to rank. Start with 'lambdamart demo'.",
@@ -159,17 +166,53 @@ def build_parser():
     predict.add_argument("--model", required=True, metavar="MODEL", help="a model file written by train")
     predict.add_argument("--data", required=True, metavar="FILE", help="LETOR/SVMlight data to score")
     predict.add_argument("--output", metavar="FILE", help="write scores here instead of stdout")
+    predict.add_argument("--format", choices=("scores", "trec"), default="scores",
+                         help="scores: one score per data line (default). trec: a TREC run file, 'qid Q0 docno rank "
+                              "score run_name', ranked per query; docno is the data line's number (1-based), the "
+                              "data needs qid: or FILE.query")
+    predict.add_argument("--run-name", default="lambdamart", metavar="NAME",
+                         help="the run name column of --format trec (default lambdamart)")
 
-    evaluate = command("evaluate", "compute ranking metrics of a saved model on a LETOR file",
+    evaluate = command("evaluate", "compute ranking metrics of a saved model on a LETOR file, or of a TREC run",
                        "Score FILE with the model and print one line per metric: name and value, averaged over "
                        "queries. NDCG uses the model's gain (2^label - 1 by default); tied scores are averaged "
-                       "over their orders; queries without a relevant document count 1 for NDCG, MAP and MRR.",
-                       run_evaluate)
-    evaluate.add_argument("--model", required=True, metavar="MODEL", help="a model file written by train")
-    evaluate.add_argument("--data", required=True, metavar="FILE", help="LETOR data with qid: or FILE.query")
-    evaluate.add_argument("--metrics", default="ndcg@1,ndcg@5,ndcg@10,map,mrr", metavar="LIST",
-                          help="comma-separated metrics: ndcg[@k], dcg[@k], map[@k], mrr[@k], precision@k (p@k), "
-                               "recall@k, hits@k, err[@k], kendall (default: ndcg@1,ndcg@5,ndcg@10,map,mrr)")
+                       "over their orders; queries without a relevant document count 1 for NDCG, MAP and MRR.\n\n"
+                       "Or, with --qrels and --run, evaluate a TREC run file as trec_eval does: documents ranked by "
+                       "score, ties by docno (descending); only queries in both files; unjudged documents are not "
+                       "relevant; relevant documents the run missed count (recall, MAP, R-precision, F, NDCG); "
+                       "P@k divides by k; a query without a relevant document counts 0.", run_evaluate)
+    evaluate.add_argument("--model", metavar="MODEL", help="a model file written by train (with --data)")
+    evaluate.add_argument("--data", metavar="FILE", help="LETOR data with qid: or FILE.query (with --model)")
+    evaluate.add_argument("--qrels", metavar="QRELS", help="TREC relevance judgements, 'qid iter docno rel' (with "
+                                                           "--run)")
+    evaluate.add_argument("--run", dest="run_file", metavar="RUN",
+                          help="a TREC run file, 'qid Q0 docno rank score run_name' (with --qrels)")
+    evaluate.add_argument("--metrics", default=None, metavar="LIST",
+                          help="comma-separated metrics: ndcg[@k], dcg[@k], map[@k], gmap[@k], mrr[@k], "
+                               "precision@k (p@k), recall@k, f[@k], rprec, hits@k, err[@k], kendall, or "
+                               "trec_eval's P_k, recall_k, ndcg_cut_k, Rprec, gm_map, recip_rank, set_F (default: "
+                               f"{_DEFAULT_METRICS} with --model, {_DEFAULT_TREC_METRICS} with --run)")
+
+    compare = command("compare", "compare TREC runs with significance tests against the first",
+                      "Evaluate each run on the qrels as trec_eval does (see 'evaluate') and print a table: one row "
+                      "per run, one column per metric, averaged over the queries of the qrels that any run "
+                      "retrieved (a run that misses a query counts 0 for it, as trec_eval -c). A '*' marks a "
+                      "difference from the first run (the baseline) significant at --alpha after the paired test "
+                      "over queries, with the p-values of each metric corrected for the number of runs compared.",
+                      run_compare)
+    compare.add_argument("--qrels", required=True, metavar="QRELS", help="TREC relevance judgements")
+    compare.add_argument("runs", nargs="+", metavar="RUN", help="TREC run files; the first is the baseline")
+    compare.add_argument("--metrics", default=_DEFAULT_TREC_METRICS, metavar="LIST",
+                         help=f"comma-separated metrics, as for evaluate (default: {_DEFAULT_TREC_METRICS})")
+    compare.add_argument("--test", default="t", choices=("t", "wilcoxon", "sign", "randomization", "bootstrap"),
+                         help="paired test over queries: t (paired t-test, default), wilcoxon (signed-rank), sign, "
+                              "randomization (permutation), bootstrap (percentile interval of the mean difference)")
+    compare.add_argument("--correction", default="holm", choices=("holm", "bonferroni", "none"),
+                         help="correction of each metric's p-values for the number of runs compared (default holm)")
+    compare.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
+    compare.add_argument("--resamples", type=int, default=10_000, metavar="N",
+                         help="resamples of the randomization and bootstrap tests (default 10000)")
+    compare.add_argument("--seed", type=int, default=0, help="seed of the resampling (default 0)")
     return parser
 
 
@@ -586,6 +629,8 @@ def run_predict(args):
     if args.output is not None:
         _check_writable(args.output, "--output")
     ranker = _load_model(args.model)
+    if args.format == "trec":
+        return _predict_run(args, ranker)
     X = _dense(_read_features(args.data), ranker.n_features_in_, args.data)
     scores = ranker.predict(X)
     text = "".join(f"{s!r}\n" for s in scores.tolist())  # shortest repr: reads back as the same float64
@@ -597,6 +642,28 @@ def run_predict(args):
         except OSError as error:
             raise CommandError(f"cannot write {args.output}: {error.strerror or error}") from None
         print(f"wrote {len(scores):,} scores to {args.output}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _predict_run(args, ranker):
+    """``predict --format trec``: the data's documents ranked per query as a TREC run (docno = data line number)."""
+    from .trec import format_run, to_run, write_run
+
+    X, _, qid = _read_letor(args.data, "--data")
+    scores = ranker.predict(_dense(X, ranker.n_features_in_, args.data))
+    docno = np.arange(1, scores.shape[0] + 1)
+    try:
+        run = to_run(scores, qid, docno, run_name=args.run_name)
+    except ValueError as error:
+        raise usage_error(f"--run-name: {error}") from None
+    if args.output is None:
+        _write_stdout(format_run(run))
+    else:
+        try:
+            write_run(args.output, run)
+        except OSError as error:
+            raise CommandError(f"cannot write {args.output}: {error.strerror or error}") from None
+        print(f"wrote a run of {_plural(np.unique(qid).size, 'query')} to {args.output}", file=sys.stderr)
     return EXIT_OK
 
 
@@ -620,52 +687,40 @@ def parse_metrics(text):
     Parameters
     ----------
     text : str
-        The ``--metrics`` value: comma-separated names, each with an optional ``@k`` cut-off.
+        The ``--metrics`` value: comma-separated names, ours with an optional ``@k`` cut-off or trec_eval's
+        (:func:`lambdamart.evaluation.parse_metric`).
 
     Returns
     -------
     list of tuple
-        ``(name as written, lowercased; metric function of lambdamart.metrics; its keyword arguments)``.
+        ``(name as written, lowercased unless a trec_eval name; metric function of lambdamart.metrics; its keyword
+        arguments)``.
 
     Raises
     ------
     CommandError
         A usage error (exit code 2) for an unknown metric, a bad cut-off or an empty list.
     """
-    from . import metrics
+    from .evaluation import parse_metric
 
-    table = {
-        "ndcg": metrics.ndcg, "dcg": metrics.dcg, "map": metrics.mean_average_precision,
-        "mrr": metrics.mean_reciprocal_rank, "precision": metrics.precision_at_k, "p": metrics.precision_at_k,
-        "recall": metrics.recall_at_k, "hits": metrics.hits_at_k, "err": metrics.err,
-        "kendall": metrics.kendall_tau,
-    }
-    choices = "ndcg[@k], dcg[@k], map[@k], mrr[@k], precision[@k] (or p@k), recall[@k], hits[@k], err[@k], kendall"
     parsed = []
     for name in text.split(","):
-        name = name.strip().lower()
+        name = name.strip()
         if not name:
             continue
-        base, at, k_text = name.partition("@")
-        if base not in table:
-            close = difflib.get_close_matches(base, table, n=1)
-            hint = f" Did you mean {close[0]!r}?" if close else ""
-            raise usage_error(f"unknown metric {name!r}.{hint} Metrics: {choices}.")
-        kwargs = {}
-        if at:
-            if base == "kendall":
-                raise usage_error("kendall takes no @k: it compares the whole ranking of each query.")
-            if not k_text.isdigit() or int(k_text) < 1:
-                raise usage_error(f"metric {name!r}: the cut-off after @ must be a positive integer, e.g. {base}@10.")
-            kwargs["k"] = int(k_text)
-        parsed.append((name, table[base], kwargs))
+        try:
+            function, kwargs = parse_metric(name)
+        except ValueError as error:
+            raise usage_error(str(error)) from None
+        display = name.lower() if "@" in name or "_" not in name and name != "Rprec" else name
+        parsed.append((display, function, kwargs))
     if not parsed:
-        raise usage_error(f"--metrics is empty. Metrics: {choices}.")
+        raise usage_error("--metrics is empty. Metrics: ndcg[@k], map[@k], mrr[@k], p@k, recall@k, ... (see --help).")
     return parsed
 
 
 def run_evaluate(args):
-    """``lambdamart evaluate``: print one ``name value`` line per metric of the model on the file.
+    """``lambdamart evaluate``: print one ``name value`` line per metric of the model on the file, or of the run.
 
     Parameters
     ----------
@@ -679,7 +734,14 @@ def run_evaluate(args):
     """
     from . import metrics
 
-    wanted = parse_metrics(args.metrics)
+    trec_mode = args.qrels is not None or args.run_file is not None
+    model_mode = args.model is not None or args.data is not None
+    if trec_mode == model_mode or (trec_mode and None in (args.qrels, args.run_file)) or (
+            model_mode and None in (args.model, args.data)):
+        raise usage_error("give either --model and --data (a model on LETOR data) or --qrels and --run (a TREC run).")
+    wanted = parse_metrics(args.metrics or (_DEFAULT_TREC_METRICS if trec_mode else _DEFAULT_METRICS))
+    if trec_mode:
+        return _evaluate_run(args, wanted)
     _check_readable(args.model, "--model")
     _check_readable(args.data, "--data")
     ranker = _load_model(args.model)
@@ -689,7 +751,7 @@ def run_evaluate(args):
     print(f"{args.data}: {_plural(X.shape[0], 'row')}, {_plural(np.unique(qid).size, 'query')}", file=sys.stderr)
     width = max(len(name) for name, _, _ in wanted)
     for name, metric, kwargs in wanted:
-        if metric in (metrics.ndcg, metrics.dcg):
+        if metric in (metrics.ndcg, metrics.dcg) and "gain" not in kwargs:
             kwargs = dict(kwargs, gain=ranker.gain)  # the gain the model was trained and validated with
         try:
             value = metric(y, scores, qid, **kwargs)
@@ -697,6 +759,129 @@ def run_evaluate(args):
             raise CommandError(f"{name} on {args.data}: {error}") from None
         print(f"{name:<{width}}  {value:.6f}")
     return EXIT_OK
+
+
+# ------------------------------------------------------------------------------------------------ TREC runs
+
+
+def _read_trec(path, option, reader):
+    _check_readable(path, option)
+    try:
+        return reader(path)
+    except (ValueError, OSError) as error:
+        raise CommandError(_file_error(option, str(path), error)) from None
+
+
+def _trec_values(qrels, run, path, wanted):
+    """Per-query values of each metric on a run, as trec_eval computes them: {name: values}, the query ids.
+
+    gMAP's values are logs, so that its mean (exponentiated) and its tests are on the scale it averages.
+    """
+    from . import metrics
+    from .evaluation import evaluate_run
+
+    try:
+        result = evaluate_run(qrels, run, [name for name, _, _ in wanted])
+    except ValueError as error:
+        raise CommandError(f"{path}: {error}") from None
+    if result.query_ids.size == 0:
+        raise CommandError(f"{path}: none of its queries is in the qrels; is it a run of this collection?")
+    values = dict(result.values)
+    for name, metric, _ in wanted:
+        if metric is metrics.geometric_mean_average_precision:
+            values[name] = np.log(values[name])
+    return values, result.query_ids
+
+
+def _evaluate_run(args, wanted):
+    from .trec import read_qrels, read_run
+
+    qrels = _read_trec(args.qrels, "--qrels", read_qrels)
+    run = _read_trec(args.run_file, "--run", read_run)
+    values, query_ids = _trec_values(qrels, run, args.run_file, wanted)
+    print(f"{args.run_file}: {_plural(run.qid.size, 'line')}, {_plural(query_ids.size, 'query')} evaluated",
+          file=sys.stderr)
+    width = max(len(name) for name, _, _ in wanted)
+    for name, metric, _ in wanted:
+        print(f"{name:<{width}}  {_average(values[name], metric):.6f}")
+    return EXIT_OK
+
+
+def run_compare(args):
+    """``lambdamart compare``: a table of metrics per run, with significance markers against the first run.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line (see :func:`build_parser`).
+
+    Returns
+    -------
+    int
+        0; failures raise :class:`CommandError`.
+    """
+    from .evaluation import correct_p_values, paired_test
+    from .trec import read_qrels, read_run
+
+    wanted = parse_metrics(args.metrics)
+    if len(args.runs) < 2:
+        raise usage_error("compare needs at least two runs: the baseline first, then the runs to test against it.")
+    if not 0 < args.alpha < 1:
+        raise usage_error("--alpha must be between 0 and 1 (e.g. 0.05).")
+    if args.resamples < 1:
+        raise usage_error("--resamples must be at least 1.")
+    if args.seed < 0:
+        raise usage_error("--seed must be a non-negative integer.")
+    qrels = _read_trec(args.qrels, "--qrels", read_qrels)
+    runs = [_read_trec(path, "run", read_run) for path in args.runs]
+    evaluated = [_trec_values(qrels, run, path, wanted) for run, path in zip(runs, args.runs)]
+    # Pair the runs on every judged query some run retrieved; a run that misses one counts 0 there (trec_eval -c).
+    queries = np.unique(np.concatenate([ids for _, ids in evaluated]))
+    table = {}
+    for name, _, _ in wanted:
+        table[name] = []
+        for values, ids in evaluated:
+            aligned = np.zeros(queries.size)
+            aligned[np.searchsorted(queries, ids)] = values[name]
+            table[name].append(aligned)
+    labels = _run_labels(args.runs)
+    rng = np.random.default_rng(args.seed)
+    marks = {}
+    for name, _, _ in wanted:
+        base = table[name][0]
+        p = [paired_test(base, other, test=args.test, n_resamples=args.resamples, random_state=rng).p_value
+             if queries.size >= 2 else 1.0 for other in table[name][1:]]
+        if args.correction != "none":
+            p = correct_p_values(p, args.correction)
+        marks[name] = [""] + ["*" if value < args.alpha else "" for value in p]
+    tests = {"t": "paired t-test", "wilcoxon": "Wilcoxon signed-rank test", "sign": "sign test",
+             "randomization": f"randomization test ({args.resamples} resamples)",
+             "bootstrap": f"bootstrap ({args.resamples} resamples)"}
+    correction = "no correction" if args.correction == "none" else \
+        f"{args.correction.capitalize()} correction over {_plural(len(runs) - 1, 'comparison')} per metric"
+    print(f"{_plural(queries.size, 'query')}; * = differs from {labels[0]} at p < {args.alpha:g} ({tests[args.test]}, "
+          f"{correction})")
+    name_width = max(len("run"), *(len(label) for label in labels))
+    widths = [max(len(name), 7) for name, _, _ in wanted]
+    print(f"{'run':<{name_width}}" + "".join(f"  {name:>{w}} " for (name, _, _), w in zip(wanted, widths)))
+    for i, label in enumerate(labels):
+        cells = [f"{_average(table[name][i], metric):.4f}{marks[name][i] or ' '}" for name, metric, _ in wanted]
+        cells = "".join(f"  {cell:>{w + 1}}" for cell, w in zip(cells, widths))
+        print(f"{label:<{name_width}}{cells}")
+    return EXIT_OK
+
+
+def _average(values, metric):
+    """The mean of per-query values; gMAP's are logs (tested as such), so its mean is exp of their mean."""
+    from . import metrics
+
+    return float(np.exp(values.mean())) if metric is metrics.geometric_mean_average_precision else float(values.mean())
+
+
+def _run_labels(paths):
+    """Each run's file name, or its path when two runs share a file name."""
+    names = [os.path.basename(str(path)) for path in paths]
+    return names if len(set(names)) == len(names) else [str(path) for path in paths]
 
 
 # ------------------------------------------------------------------------------------------------ files

@@ -1,4 +1,4 @@
-"""Ranking metrics over queries: NDCG, DCG, MAP, MRR, precision, recall and hits at k, ERR and Kendall's tau.
+"""Ranking metrics over queries: NDCG, DCG, (g)MAP, MRR, P/R/F/hits@k, R-precision, PR curves, ERR, Kendall's tau.
 
 Conventions (docs/design.md, Metrics): documents are ranked by score, highest first; rank r is 1-based and the
 DCG discount is 1 / log2(r + 1). Binary metrics call a document relevant when its label exceeds ``threshold`` (0 by
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numbers
 from collections import namedtuple
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -36,6 +37,10 @@ __all__ = [
     "precision_at_k",
     "recall_at_k",
     "hits_at_k",
+    "f_measure",
+    "r_precision",
+    "geometric_mean_average_precision",
+    "precision_recall_curve",
     "err",
     "kendall_tau",
 ]
@@ -43,7 +48,7 @@ __all__ = [
 # "No cut-off": larger than any query, and still exact as a float in min(k, n_relevant).
 _WHOLE_LIST = 2**53
 
-_Queries = namedtuple("_Queries", "labels score offsets k average weights")
+_Queries = namedtuple("_Queries", "labels score offsets k average weights ids")
 
 
 # ---------------------------------------------------------------- validation, grouping, reduction
@@ -132,7 +137,7 @@ def _prepare(y_true, y_score, qid, k, ties, sample_weight, reduce, empty=1.0):
     # Contiguous float64 inputs keep the kernels to one compiled (and cached) signature.
     labels = np.ascontiguousarray(groups.take(labels))
     score = np.ascontiguousarray(groups.take(score))
-    return _Queries(labels, score, groups.offsets, k, ties == "average", weights)
+    return _Queries(labels, score, groups.offsets, k, ties == "average", weights, groups.ids)
 
 
 def _evaluate(metric, x, queries, aux=None):
@@ -373,6 +378,220 @@ def hits_at_k(
     queries = _prepare(y_true, y_score, qid, k, ties, sample_weight, reduce)
     rel = _relevance(queries.labels, threshold)
     return _reduce(_evaluate(_kern.HITS, rel, queries), queries, reduce)
+
+
+# ---------------------------------------------------------------- set-based and recall-oriented metrics
+
+
+def _relevant_counts(rel, queries):
+    return np.add.reduceat(rel, queries.offsets[:-1])
+
+
+@_doc
+def f_measure(
+    y_true: ArrayLike, y_score: ArrayLike, qid: ArrayLike | None = None, *, k: int | None = None,
+    beta: float = 1.0, threshold: float = 0.0, ties: str = "average", empty: float | str = 1.0,
+    sample_weight: ArrayLike | None = None, reduce: str | None = "mean",
+) -> float | np.ndarray:
+    """F-measure at k: the weighted harmonic mean of precision and recall of the top k documents.
+
+    F_beta = (1 + beta**2) * P * R / (beta**2 * P + R) with P = h / min(k, n) and R = h / n_relevant, where h is
+    the number of relevant documents in the top k; that is (1 + beta**2) * h / (beta**2 * n_relevant + min(k, n)),
+    0 when h = 0. beta > 1 weighs recall more. With ``k=None`` the top k is the whole list: trec_eval's ``set_F``
+    (the retrieved set), whose parameter x is beta**2 (``set_F.0.25`` is ``beta=0.5``). The formula is linear in
+    h, so with ``ties="average"`` the value is exact. A query with no relevant document gets ``empty``
+    (trec_eval: 0, i.e. ``empty=0.0``).
+
+    Parameters
+    ----------
+    {data}
+    {k}
+    beta : float > 0, default=1.0
+        Weight of recall against precision: recall counts beta times as much.
+    {threshold}
+    {ties}
+    {empty}
+    {rest}
+    """
+    beta = _check_real(beta, "beta")
+    if beta <= 0:
+        raise ValueError(f"beta must be > 0 (the weight of recall against precision); got {beta}.")
+    queries = _prepare(y_true, y_score, qid, k, ties, sample_weight, reduce, empty)
+    rel = _relevance(queries.labels, threshold)
+    hits = _evaluate(_kern.HITS_IN_TOP, rel, queries)
+    n_relevant = _relevant_counts(rel, queries)
+    b2 = beta * beta
+    with np.errstate(invalid="ignore", divide="ignore"):
+        values = (1.0 + b2) * hits / (b2 * n_relevant + np.minimum(queries.k, np.diff(queries.offsets)))
+    values[n_relevant == 0] = np.nan
+    return _reduce(values, queries, reduce, empty)
+
+
+@_doc
+def r_precision(
+    y_true: ArrayLike, y_score: ArrayLike, qid: ArrayLike | None = None, *, threshold: float = 0.0,
+    ties: str = "average", empty: float | str = 1.0, sample_weight: ArrayLike | None = None,
+    reduce: str | None = "mean",
+) -> float | np.ndarray:
+    """R-precision: precision at rank R, the query's number of relevant documents (trec_eval's ``Rprec``).
+
+    Precision and recall are equal there. A query with fewer than R documents is not padded with non-relevant
+    ones: its relevant documents are all in its list, so its R-precision is 1. A query with no relevant document
+    gets ``empty`` (trec_eval: 0).
+
+    Parameters
+    ----------
+    {data}
+    {threshold}
+    {ties}
+    {empty}
+    {rest}
+    """
+    queries = _prepare(y_true, y_score, qid, None, ties, sample_weight, reduce, empty)
+    rel = _relevance(queries.labels, threshold)
+    return _reduce(_evaluate(_kern.R_PRECISION, rel, queries), queries, reduce, empty)
+
+
+@_doc
+def geometric_mean_average_precision(
+    y_true: ArrayLike, y_score: ArrayLike, qid: ArrayLike | None = None, *, k: int | None = None,
+    threshold: float = 0.0, floor: float = 1e-5, ties: str = "average", empty: float | str = 1.0,
+    sample_weight: ArrayLike | None = None, reduce: str | None = "mean",
+) -> float | np.ndarray:
+    """Geometric mean average precision (gMAP): exp of the mean over queries of log(max(AP, floor)).
+
+    The geometric mean rewards improving the hard queries (Robertson, 2006). AP as in
+    :func:`mean_average_precision`; an AP of 0 would make the mean 0 whatever the other queries do, so each AP is
+    raised to at least ``floor`` first: trec_eval's ``gm_map`` with its floor 1e-5. The mean of the logs is
+    weighted by ``sample_weight`` like every mean here.
+
+    Parameters
+    ----------
+    {data}
+    {k}
+    {threshold}
+    floor : float >= 0, default=1e-5
+        The least AP a query counts with (trec_eval's 1e-5). 0 keeps zeros, and one AP of 0 makes gMAP 0.
+    {ties}
+    {empty}
+        Applied to AP before the floor.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Non-negative row weights; each query is weighted by the mean weight of its rows in the mean of logs.
+    reduce : {{"mean", None}}, default="mean"
+        "mean": the geometric mean over queries. None: each query's max(AP, floor), in the order of the sorted
+        unique query ids (their geometric mean is gMAP).
+
+    Returns
+    -------
+    float or ndarray of shape (n_queries,)
+        gMAP, or the floored per-query AP with ``reduce=None``.
+    """
+    floor = _check_real(floor, "floor")
+    if not 0 <= floor <= 1:
+        raise ValueError(f"floor must be between 0 and 1 (the least AP a query counts with); got {floor}.")
+    queries = _prepare(y_true, y_score, qid, k, ties, sample_weight, reduce, empty)
+    rel = _relevance(queries.labels, threshold)
+    ap = _reduce(_evaluate(_kern.AP, rel, queries), queries, None, empty)
+    floored = np.fmax(ap, floor)  # fmax keeps a skipped query's NaN only where AP itself is NaN
+    floored[np.isnan(ap)] = np.nan
+    if reduce is None:
+        return floored
+    with np.errstate(divide="ignore"):  # log(0) = -inf when floor=0: the geometric mean is then 0
+        log_mean = _reduce(np.log(floored), queries, "mean")
+    return float(np.exp(log_mean))
+
+
+# Recall levels of trec_eval's iprec_at_recall and of the standard 11-point precision-recall graph.
+STANDARD_RECALL_LEVELS = np.round(np.linspace(0.0, 1.0, 11), 2)
+
+
+@dataclass(frozen=True)
+class PrecisionRecallCurve:
+    """Precision-recall curves of a set of queries, raw (per query) and interpolated at fixed recall levels.
+
+    Attributes
+    ----------
+    recall_levels : ndarray of shape (n_levels,)
+        The recall levels of the interpolated curve (by default 0.0, 0.1, ..., 1.0).
+    precision : ndarray of shape (n_levels,) or (n_queries, n_levels)
+        Interpolated precision at each level: the (query-weighted) mean over queries, trec_eval's
+        ``iprec_at_recall_*``, or with ``reduce=None`` one row per query in the order of the sorted unique query
+        ids (NaN rows for skipped queries).
+    query_ids : ndarray of shape (n_queries,)
+        The sorted unique query ids: the rows of the per-query arrays.
+    query_recall : list of ndarray
+        Raw curve of each query: the recall at each point (each rank, or each tie group's end with
+        ``ties="average"``). NaN for a query without relevant documents.
+    query_precision : list of ndarray
+        Raw curve of each query: the precision at the same points.
+    """
+
+    recall_levels: np.ndarray
+    precision: np.ndarray
+    query_ids: np.ndarray
+    query_recall: list
+    query_precision: list
+
+
+@_doc
+def precision_recall_curve(
+    y_true: ArrayLike, y_score: ArrayLike, qid: ArrayLike | None = None, *, k: int | None = None,
+    recall_levels: ArrayLike | None = None, threshold: float = 0.0, ties: str = "average",
+    empty: float | str = 1.0, sample_weight: ArrayLike | None = None, reduce: str | None = "mean",
+) -> PrecisionRecallCurve:
+    """Precision-recall curve of each query, and their interpolated average at the 11 standard recall levels.
+
+    The raw curve of a query has a point per rank r <= k: recall h_r / R and precision h_r / r, where h_r is the
+    number of relevant documents in the top r and R the query's number of relevant documents. With
+    ``ties="average"`` a tie group enters as a whole, as scikit-learn's ``precision_recall_curve`` does with a
+    threshold: a point at each group's end (at k for a group straddling the cut-off). The interpolated precision
+    at recall level L is the highest precision at any point whose recall reaches L, 0 if none does; "reaches"
+    follows trec_eval's ``iprec_at_recall`` (up to trec_eval 9.0.7 and in pytrec_eval): h_r >= floor(L * R + 0.9).
+    A query with no relevant document gets ``empty`` at every level (trec_eval: 0).
+
+    Parameters
+    ----------
+    {data}
+    {k}
+    recall_levels : array-like of float in [0, 1], default=None
+        The recall levels of the interpolated curve. None: 0.0, 0.1, ..., 1.0.
+    {threshold}
+    {ties}
+    {empty}
+    sample_weight : array-like of shape (n_samples,), default=None
+        Non-negative row weights; each query is weighted by the mean weight of its rows in the mean.
+    reduce : {{"mean", None}}, default="mean"
+        "mean": the interpolated precision is averaged over queries (shape (n_levels,)). None: one row per query.
+
+    Returns
+    -------
+    PrecisionRecallCurve
+        The recall levels, the interpolated precision, and each query's raw curve.
+    """
+    if recall_levels is None:
+        levels = STANDARD_RECALL_LEVELS.copy()
+    else:
+        levels = _as_1d(recall_levels, "recall_levels")
+        if levels.dtype.kind not in "biuf" or levels.size == 0 or not np.all((levels >= 0) & (levels <= 1)):
+            raise ValueError("recall_levels must be a non-empty list of numbers between 0 and 1.")
+        levels = levels.astype(np.float64)
+    queries = _prepare(y_true, y_score, qid, k, ties, sample_weight, reduce, empty)
+    rel = _relevance(queries.labels, threshold)
+    n_relevant = _relevant_counts(rel, queries)
+    hits, ranks, point_offsets = _kern.precision_recall_points(rel, queries.score, queries.offsets, queries.k,
+                                                               queries.average)
+    interpolated = _kern.interpolated_precision(hits, ranks, point_offsets, n_relevant, levels)
+    if empty != "skip":
+        interpolated[np.isnan(interpolated)] = float(empty)
+    if reduce is not None:
+        interpolated = np.array([_reduce(column, queries, "mean") for column in interpolated.T])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        recall = [hits[a:b] / n for a, b, n in zip(point_offsets[:-1], point_offsets[1:], n_relevant)]
+        precision = [hits[a:b] / ranks[a:b] for a, b in zip(point_offsets[:-1], point_offsets[1:])]
+    for r, n in zip(recall, n_relevant):
+        if n == 0:
+            r[:] = np.nan
+    return PrecisionRecallCurve(levels, interpolated, queries.ids, recall, precision)
 
 
 # ---------------------------------------------------------------- cascade and correlation metrics

@@ -111,7 +111,7 @@ def test_scikit_learn_private_names_are_used_only_in_compat():
 
 PUBLIC_MODULES = ["lambdamart", "lambdamart.ranker", "lambdamart.model_io", "lambdamart.metrics",
                   "lambdamart.scoring", "lambdamart.datasets", "lambdamart.exceptions", "lambdamart.cli",
-                  "lambdamart.dask"]
+                  "lambdamart.dask", "lambdamart.evaluation", "lambdamart.trec"]
 
 
 def _public_objects():

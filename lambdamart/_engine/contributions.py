@@ -54,7 +54,7 @@ def tree_summaries(left, right, value, count, tree_starts):
     return depth, expected
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _extend(seg, length, zero_fraction, one_fraction, feature_index, path_feature, path_zero, path_one,
             path_weight):
     """EXTEND: append a feature with its zero/one fractions as element ``length`` of the path in segment ``seg``
@@ -69,7 +69,7 @@ def _extend(seg, length, zero_fraction, one_fraction, feature_index, path_featur
         path_weight[seg + i] = zero_fraction * path_weight[seg + i] * (length - i) * scale
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _unwind(seg, length, k, path_feature, path_zero, path_one, path_weight):
     """UNWIND: remove element ``k`` from the path of ``length + 1`` elements in segment ``seg`` (the inverse of
     EXTEND), leaving ``length`` elements."""
@@ -89,7 +89,7 @@ def _unwind(seg, length, k, path_feature, path_zero, path_one, path_weight):
         path_one[seg + j] = path_one[seg + j + 1]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _unwound_sum(seg, length, k, path_zero, path_one, path_weight):
     """The total weight of the path without element ``k``: the sum of the weights UNWIND would leave, without
     changing the path."""
@@ -97,11 +97,14 @@ def _unwound_sum(seg, length, k, path_zero, path_one, path_weight):
     zero_fraction = path_zero[seg + k]
     total = 0.0
     if one_fraction != 0.0:
+        # The loop is a chain through ``carried``; the factors in parentheses do not depend on it, so the CPU
+        # computes them (and the division) alongside instead of in the chain.
+        inverse_one = 1.0 / one_fraction
         carried = path_weight[seg + length]
         for j in range(length - 1, -1, -1):
-            step = carried / ((j + 1) * one_fraction)
+            step = carried * (inverse_one / (j + 1))
             total += step
-            carried = path_weight[seg + j] - step * zero_fraction * (length - j)
+            carried = path_weight[seg + j] - step * (zero_fraction * (length - j))
         return total * (length + 1)
     # Both fractions zero never happens: such a subtree adds nothing and is not visited.
     for j in range(length - 1, -1, -1):

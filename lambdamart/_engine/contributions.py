@@ -9,8 +9,10 @@ path's distinct features (EXTEND), and taking one feature back out at a leaf (UN
 
 The walk is iterative with an explicit stack rather than recursive: numba compiles recursion only with declared
 types and calls each level through a function call, while a stack of pending nodes fits in arrays sized once per
-block of rows. A node at depth d keeps its path in segment d of the path arrays; the cold child of a split is
-visited after the whole hot subtree, which writes only deeper segments, so the parent's segment is still intact.
+block of rows. Each node's path lives in one segment of the path arrays. The hot child of a split (the branch the
+row takes) is visited next, in a copy of its parent's path one segment further on; the cold child is visited after
+the whole hot subtree, which writes only those further segments, so it takes over its parent's segment as it is,
+without a copy.
 """
 
 import numpy as np
@@ -91,67 +93,74 @@ def _unwind(seg, length, k, path_feature, path_zero, path_one, path_weight):
 
 @njit(cache=True, inline="always")
 def _unwound_sum(seg, length, k, path_zero, path_one, path_weight):
-    """The total weight of the path without element ``k``: the sum of the weights UNWIND would leave, without
-    changing the path."""
-    one_fraction = path_one[seg + k]
+    """The total weight of the path without element ``k``, whose one fraction is not 0: the sum of the weights
+    UNWIND would leave, without changing the path."""
+    inverse_one = 1.0 / path_one[seg + k]
     zero_fraction = path_zero[seg + k]
     total = 0.0
-    if one_fraction != 0.0:
-        # The loop is a chain through ``carried``; the factors in parentheses do not depend on it, so the CPU
-        # computes them (and the division) alongside instead of in the chain.
-        inverse_one = 1.0 / one_fraction
-        carried = path_weight[seg + length]
-        for j in range(length - 1, -1, -1):
-            step = carried * (inverse_one / (j + 1))
-            total += step
-            carried = path_weight[seg + j] - step * (zero_fraction * (length - j))
-        return total * (length + 1)
-    # Both fractions zero never happens: such a subtree adds nothing and is not visited.
+    # The loop is a chain through ``carried``; the factors in parentheses do not depend on it, so the CPU computes
+    # them (and the division) alongside instead of in the chain.
+    carried = path_weight[seg + length]
+    for j in range(length - 1, -1, -1):
+        step = carried * (inverse_one / (j + 1))
+        total += step
+        carried = path_weight[seg + j] - step * (zero_fraction * (length - j))
+    return total * (length + 1)
+
+
+@njit(cache=True, inline="always")
+def _cold_sum(seg, length, path_weight):
+    """The unwound sum of any element whose one fraction is 0, times its zero fraction: the same for all of them.
+
+    For such an element UNWIND needs no chain (each weight is divided by the zero fraction on its own), so its
+    contribution, ``unwound sum * (0 - zero fraction) * leaf value``, is minus this times the leaf value.
+    """
+    total = 0.0
     for j in range(length - 1, -1, -1):
         total += path_weight[seg + j] / (length - j)
-    return total * (length + 1) / zero_fraction
+    return total * (length + 1)
 
 
 @njit(cache=True)
 def _explain_tree(X, i, root, width, feature, threshold, missing_left, left, right, value, count, out,
-                  path_feature, path_zero, path_one, path_weight, stack_node, stack_depth, stack_length, stack_zero,
+                  path_feature, path_zero, path_one, path_weight, stack_node, stack_slot, stack_length, stack_zero,
                   stack_one, stack_feature):
     """Add the TreeSHAP values of row ``i`` of ``X`` in the tree rooted at ``root`` to ``out[i, :]``.
 
-    ``width`` is the tree's depth + 1 (the longest path holds that many elements after the root's): segment d of the
-    path arrays is ``[d * width, (d + 1) * width)``. The stack holds the nodes still to visit with what their
-    parent hands down: the depth, the parent's path length, the fractions and the split feature.
+    ``width`` is the tree's depth + 1 (a path holds at most that many elements): segment s of the path arrays is
+    ``[s * width, (s + 1) * width)``, and a node's segment is at most its depth. The stack holds the nodes still to
+    visit with what their parent hands down: the segment (a hot child's is its parent's + 1 and starts as a copy of
+    it, made when it is pushed), the parent's path length, the fractions and the split feature.
     """
     top = 0
     stack_node[0] = root
-    stack_depth[0] = 0
+    stack_slot[0] = 0
     stack_length[0] = -1  # the root copies nothing and puts the path's dummy first element at 0
     stack_zero[0] = 1.0
     stack_one[0] = 1.0
     stack_feature[0] = -1
     while top >= 0:
         node = stack_node[top]
-        depth = stack_depth[top]
+        slot = stack_slot[top]
         length = stack_length[top] + 1
         zero_fraction = stack_zero[top]
         one_fraction = stack_one[top]
         split_feature = stack_feature[top]
         top -= 1
-        seg = depth * width
-        if depth > 0:
-            parent = seg - width
-            for k in range(length):
-                path_feature[seg + k] = path_feature[parent + k]
-                path_zero[seg + k] = path_zero[parent + k]
-                path_one[seg + k] = path_one[parent + k]
-                path_weight[seg + k] = path_weight[parent + k]
+        seg = slot * width
         _extend(seg, length, zero_fraction, one_fraction, split_feature, path_feature, path_zero, path_one,
                 path_weight)
         if left[node] < 0:
             leaf_value = value[node]
+            cold_total = np.nan  # computed when first needed
             for k in range(1, length + 1):
-                w = _unwound_sum(seg, length, k, path_zero, path_one, path_weight)
-                out[i, path_feature[seg + k]] += w * (path_one[seg + k] - path_zero[seg + k]) * leaf_value
+                if path_one[seg + k] != 0.0:
+                    w = _unwound_sum(seg, length, k, path_zero, path_one, path_weight)
+                    out[i, path_feature[seg + k]] += w * (path_one[seg + k] - path_zero[seg + k]) * leaf_value
+                else:
+                    if cold_total != cold_total:
+                        cold_total = _cold_sum(seg, length, path_weight)
+                    out[i, path_feature[seg + k]] -= cold_total * leaf_value
             continue
         f = feature[node]
         x = X[i, f]
@@ -177,16 +186,22 @@ def _explain_tree(X, i, root, width, feature, threshold, missing_left, left, rig
         if cold_zero != 0.0:
             top += 1
             stack_node[top] = cold
-            stack_depth[top] = depth + 1
+            stack_slot[top] = slot
             stack_length[top] = length
             stack_zero[top] = cold_zero
             stack_one[top] = 0.0
             stack_feature[top] = f
         hot_zero = incoming_zero * count[hot] / node_count
         if hot_zero != 0.0 or incoming_one != 0.0:
+            # The next segment holds no pending node's path (those are at most this one): copy the path there now.
+            for k in range(length + 1):
+                path_feature[seg + width + k] = path_feature[seg + k]
+                path_zero[seg + width + k] = path_zero[seg + k]
+                path_one[seg + width + k] = path_one[seg + k]
+                path_weight[seg + width + k] = path_weight[seg + k]
             top += 1
             stack_node[top] = hot
-            stack_depth[top] = depth + 1
+            stack_slot[top] = slot + 1
             stack_length[top] = length
             stack_zero[top] = hot_zero
             stack_one[top] = incoming_one
@@ -211,7 +226,7 @@ def _explain_block(X, lo, hi, feature, threshold, missing_left, left, right, val
     # Pending nodes: at most one cold child per level plus the hot child just pushed.
     stack_size = max_depth + 2
     stack_node = np.empty(stack_size, dtype=np.int64)
-    stack_depth = np.empty(stack_size, dtype=np.int64)
+    stack_slot = np.empty(stack_size, dtype=np.int64)
     stack_length = np.empty(stack_size, dtype=np.int64)
     stack_zero = np.empty(stack_size)
     stack_one = np.empty(stack_size)
@@ -223,7 +238,7 @@ def _explain_block(X, lo, hi, feature, threshold, missing_left, left, right, val
         width = tree_depth[t] + 1
         for i in range(lo, hi):
             _explain_tree(X, i, root, width, feature, threshold, missing_left, left, right, value, count, out,
-                          path_feature, path_zero, path_one, path_weight, stack_node, stack_depth, stack_length,
+                          path_feature, path_zero, path_one, path_weight, stack_node, stack_slot, stack_length,
                           stack_zero, stack_one, stack_feature)
 
 

@@ -17,7 +17,7 @@ libraries' values is printed too: they compute the same numbers.
 
 Usage::
 
-    python benchmarks/contributions.py [--rows 10000] [--repeat 3] [--output FILE]
+    python benchmarks/contributions.py [--rows 10000] [--repeat 3] [--threads N] [--output FILE]
 
 The figures are times on this machine; the load average before and after is printed with them.
 """
@@ -72,7 +72,7 @@ def _depths(trees):
     return f"depth mean {depth.mean():.1f}, max {depth.max()}"
 
 
-def run(n_rows, repeat, threads):
+def run(n_rows, repeat, threads, train_queries=250, n_trees=N_TREES):
     import lightgbm
     import shap
     from lightgbm_trees import lightgbm_as_ranker
@@ -80,12 +80,12 @@ def run(n_rows, repeat, threads):
     from lambdamart import LambdaMARTRanker
     from lambdamart.datasets import make_ranking_data
 
-    X_train, y_train, qid_train = make_ranking_data(250, random_state=0)
+    X_train, y_train, qid_train = make_ranking_data(train_queries, random_state=0)
     X_test, _, _ = make_ranking_data(int(n_rows / 100) + 10, random_state=1)
     X_test = np.ascontiguousarray(X_test[:n_rows])
-    ours = LambdaMARTRanker(n_estimators=N_TREES, max_leaf_nodes=N_LEAVES, random_state=0, n_jobs=threads)
+    ours = LambdaMARTRanker(n_estimators=n_trees, max_leaf_nodes=N_LEAVES, random_state=0, n_jobs=threads)
     ours.fit(X_train, y_train, qid_train)
-    booster = lightgbm.LGBMRanker(n_estimators=N_TREES, num_leaves=N_LEAVES, random_state=0, verbose=-1,
+    booster = lightgbm.LGBMRanker(n_estimators=n_trees, num_leaves=N_LEAVES, random_state=0, verbose=-1,
                                   n_jobs=threads).fit(X_train, y_train, group=np.unique(qid_train,
                                                                                         return_counts=True)[1])
     booster = booster.booster_
@@ -119,7 +119,7 @@ def run(n_rows, repeat, threads):
     return lines
 
 
-def render(lines, n_rows, repeat, threads, load_before, load_after, seconds):
+def render(lines, args, load_before, load_after, seconds):
     found = versions()
     out = [
         f"# TreeSHAP throughput ({datetime.date.today().isoformat()})",
@@ -128,9 +128,9 @@ def render(lines, n_rows, repeat, threads, load_before, load_after, seconds):
         f"may be shared: other work inflates the times, most of all with several threads.",
         "- Versions: " + ", ".join(f"{k} {v}" for k, v in found.items()) + f", shap {_version('shap')}; "
         f"checkout {git_revision()}.",
-        f"- Data: make_ranking_data(250, random_state=0) to train ({N_TREES} trees, {N_LEAVES} leaves), "
-        f"{n_rows:,} rows of make_ranking_data(..., random_state=1) explained (136 features); fastest of {repeat} "
-        f"runs after one untimed run; threads: 1 and {threads}. Total {seconds:.0f} s.",
+        f"- Data: make_ranking_data({args.train_queries}, random_state=0) to train ({args.trees} trees, {N_LEAVES} "
+        f"leaves), {args.rows:,} rows of make_ranking_data(..., random_state=1) explained (136 features); fastest "
+        f"of {args.repeat} runs after one untimed run; threads: 1 and {args.threads}. Total {seconds:.0f} s.",
         "",
         "| what | wall s | CPU s | rows/s (wall) | max abs difference to lambdamart |",
         "|---|---:|---:|---:|---:|",
@@ -140,7 +140,7 @@ def render(lines, n_rows, repeat, threads, load_before, load_after, seconds):
             out.append(f"| **{name}** | | | | |" if not name.startswith("  ") else f"| {name.strip()} | | | | |")
         else:
             wall, cpu = times
-            out.append(f"| {name} | {wall:.3f} | {cpu:.3f} | {n_rows / wall:,.0f} | "
+            out.append(f"| {name} | {wall:.3f} | {cpu:.3f} | {args.rows / wall:,.0f} | "
                        f"{'' if diff is None else f'{diff:.1e}'} |")
     return "\n".join(out) + "\n"
 
@@ -159,13 +159,14 @@ def main(argv=None):
     parser.add_argument("--rows", type=int, default=10_000, help="rows to explain (default 10000)")
     parser.add_argument("--repeat", type=int, default=3, help="timed runs per figure, fastest kept (default 3)")
     parser.add_argument("--threads", type=int, default=os.cpu_count(), help="threads for the threaded runs")
+    parser.add_argument("--train-queries", type=int, default=250, help="generated training queries (default 250)")
+    parser.add_argument("--trees", type=int, default=N_TREES, help=f"trees per model (default {N_TREES})")
     parser.add_argument("--output", help="also write the report to this file")
     args = parser.parse_args(argv)
     load_before = load_average()
     start = time.perf_counter()
-    lines = run(args.rows, args.repeat, args.threads)
-    report = render(lines, args.rows, args.repeat, args.threads, load_before, load_average(),
-                    time.perf_counter() - start)
+    lines = run(args.rows, args.repeat, args.threads, args.train_queries, args.trees)
+    report = render(lines, args, load_before, load_average(), time.perf_counter() - start)
     print(report, end="")
     if args.output:
         with open(args.output, "w", encoding="utf-8") as f:

@@ -6,7 +6,10 @@ all feature subsets on tiny models; they equal shap's TreeExplainer on the same 
 """
 
 import math
+import subprocess
+import sys
 from itertools import combinations
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -336,3 +339,24 @@ def test_pair_uses_the_dataframe_column_names():
     model = fit(frame, y, qid)
     explanation = explain_pair(model, frame[qid == 0])
     assert explanation.feature_names == ("bm25", "pagerank", "clicks")
+
+
+# ---------------------------------------------------------------- the benchmark script
+
+
+def test_benchmark_script_runs_and_the_libraries_agree():
+    """benchmarks/contributions.py on a tiny model: it runs, reports every library, and their values agree (nothing
+    here looks at a timing)."""
+    pytest.importorskip("shap")
+    pytest.importorskip("lightgbm")
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "contributions.py"
+    proc = subprocess.run([sys.executable, str(script), "--rows", "100", "--repeat", "1", "--train-queries", "6",
+                           "--trees", "3", "--threads", "1"], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    rows = [line.split("|") for line in proc.stdout.splitlines() if line.startswith("| ")][1:]  # after the header
+    names = [cells[1].strip() for cells in rows]
+    for name in ("lambdamart predict_contributions, 1 thread(s)", "shap TreeExplainer(tree_path_dependent)"
+                 ".shap_values, 1 thread", "lightgbm predict(pred_contrib=True), 1 thread(s)"):
+        assert name in names
+    differences = [float(cells[5]) for cells in rows if len(cells) > 5 and cells[5].strip()]
+    assert len(differences) == 4 and max(differences) < 1e-9

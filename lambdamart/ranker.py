@@ -26,6 +26,7 @@ from . import _exchange, _model_format
 from ._checkpoint import Checkpoints, TrainingState, check_compatible, fingerprint, read_latest
 from ._compat import Interval, StrOptions, check_sample_weight, validate_params
 from ._engine.binning import MAX_BINS, bin_features, find_thresholds
+from ._engine.contributions import contributions_parallel, contributions_serial, tree_summaries
 from ._engine.grower import GrowthParams, add_leaf_values, grow_tree, make_workspace
 from ._engine.histogram import make_layout
 from ._engine.predict import add_tree_binned, predict_parallel, predict_serial
@@ -45,6 +46,9 @@ from .metrics import ndcg
 _BINNING_SUBSAMPLE = 200_000
 # Below this many row-tree visits a predict runs on the calling thread: starting threads costs more.
 _SERIAL_PREDICT_WORK = 200_000
+# Below this many row-leaf visits TreeSHAP runs on the calling thread (each visit costs O(depth²), far more than a
+# predict's row-tree step).
+_SERIAL_CONTRIBUTIONS_WORK = 20_000
 
 _NO_QID_WARNING = (
     "score() received no qid, so all rows are scored as one query. To score per query, pass qid; inside "
@@ -656,6 +660,34 @@ class LambdaMARTRanker(BaseEstimator):
         check_is_fitted(self, "_trees")
         return _predict_trees(self._trees, check_X(self, X, reset=False, ensure_min_samples=0), self.n_jobs)
 
+    def predict_contributions(self, X: ArrayLike) -> np.ndarray:
+        """Each feature's contribution to each row's score (SHAP values), plus the expected score in the last column.
+
+        Exact path-dependent TreeSHAP (Lundberg et al. 2020, Algorithm 2), LightGBM's ``pred_contrib`` layout. The
+        contributions are the Shapley values of a game whose value for a set of known features is the model's
+        expected score given those features, taken path by path: at a split on a known feature the row's own branch
+        is followed, at a split on any other feature both branches are, weighted by their *cover*, the share of the
+        node's training rows each received (the trees' ``count``; for a fit with ``subsample`` the rows of that
+        round's queries). No background data is needed, and the values are exact, not sampled.
+
+        The last column is the expected score: the sum over trees of the cover-weighted mean of the leaf values,
+        the same for every row. Each row sums to :meth:`predict` of that row (up to floating-point rounding, well
+        under 1e-9 of the score's scale). A feature never split on has zero contribution everywhere. Missing values
+        (NaN) go where each split sends them, as in :meth:`predict`.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of float64, shape (n_samples, n_features_in_ + 1)
+            Column j < n_features_in_ holds feature j's contribution; the last column the expected score.
+        """
+        check_is_fitted(self, "_trees")
+        return _contributions_of_trees(self._trees, check_X(self, X, reset=False, ensure_min_samples=0),
+                                       self.n_jobs)
+
     def score(self, X: ArrayLike, y: ArrayLike, qid: ArrayLike | None = None,
               sample_weight: ArrayLike | None = None) -> float:
         """NDCG@``eval_at`` of the predictions, per query and averaged (what GridSearchCV uses with no scoring).
@@ -781,6 +813,23 @@ def _predict_trees(trees, X, n_jobs):
         return predict_serial(*args)
     with parallel_region(n_jobs):
         return predict_parallel(*args)
+
+
+def _contributions_of_trees(trees, X, n_jobs):
+    """The TreeSHAP values (and expected score, last column) of the flat ensemble ``trees`` for a checked ``X``."""
+    left, count = trees["left"], trees["count"]
+    bad = np.flatnonzero((left >= 0) & (count <= 0))
+    if bad.size:
+        raise ValueError(f"predict_contributions weighs each split's branches by their training row counts (the "
+                         f"trees' 'count'), but {bad.size} split(s) have count 0, e.g. node {bad[0]}. A model "
+                         f"fitted by lambdamart always has them; give an imported model its node counts (cover).")
+    tree_depth, expected = tree_summaries(left, trees["right"], trees["value"], count, trees["tree_starts"])
+    args = (X, trees["feature"], trees["threshold"], trees["missing_left"], left, trees["right"], trees["value"],
+            count, trees["tree_starts"], tree_depth, np.int64(tree_depth.max(initial=0)), float(expected.sum()))
+    if X.shape[0] * max(int(np.count_nonzero(left < 0)), 1) <= _SERIAL_CONTRIBUTIONS_WORK:
+        return contributions_serial(*args)
+    with parallel_region(n_jobs):
+        return contributions_parallel(*args)
 
 
 def _initial_model(init_model, state):

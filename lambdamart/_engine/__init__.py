@@ -8,7 +8,8 @@ Data flows one way through the stages of a fit, each module importing only those
 4. :mod:`.grower`: one tree grown leaf-wise from those steps (callable one by one as well), and
    :mod:`.stepwise`: the same growth driven from Python over rows held anywhere (shards whose histograms add up);
 5. :mod:`.tree`: grown trees as the fitted model's node arrays (raw thresholds);
-6. :mod:`.predict`: scoring rows with the model.
+6. :mod:`.predict`: scoring rows with the model;
+7. :mod:`.contributions`: each feature's share of a row's score (path-dependent TreeSHAP).
 
 Nothing here knows about queries, objectives or the estimator; see ``docs/design.md`` for the whole picture.
 """

@@ -6,8 +6,8 @@ features):
 
 - ours, explained by ``predict_contributions`` and by ``shap.TreeExplainer`` given the same trees as shap's custom
   tree-model dict;
-- LightGBM's ``LGBMRanker``, explained by its ``pred_contrib``, by ``predict_contributions`` of a ranker holding its
-  trees (``tests/lightgbm_trees.py``) and by shap on those trees.
+- LightGBM's ``LGBMRanker``, explained by its ``pred_contrib``, by ``predict_contributions`` of the model imported
+  (``lambdamart.import_model``) and by shap on those trees.
 
 All explain the same held-out rows (10,000 by default); each figure is the fastest of ``--repeat`` timed runs after
 one untimed run (compilation excluded), in rows per second of wall time, with the CPU time of the same run (all
@@ -25,13 +25,10 @@ The figures are times on this machine; the load average before and after is prin
 import argparse
 import datetime
 import os
-import sys
 import time
 
 import numpy as np
-from context import REPO, git_revision, load_average, machine_info, versions
-
-sys.path.insert(0, str(REPO / "tests"))  # the LightGBM-trees reader the tests use
+from context import git_revision, load_average, machine_info, versions
 
 N_TREES = 100
 N_LEAVES = 31
@@ -75,9 +72,8 @@ def _depths(trees):
 def run(n_rows, repeat, threads, train_queries=250, n_trees=N_TREES):
     import lightgbm
     import shap
-    from lightgbm_trees import lightgbm_as_ranker
 
-    from lambdamart import LambdaMARTRanker
+    from lambdamart import LambdaMARTRanker, import_model
     from lambdamart.datasets import make_ranking_data
 
     X_train, y_train, qid_train = make_ranking_data(train_queries, random_state=0)
@@ -89,7 +85,8 @@ def run(n_rows, repeat, threads, train_queries=250, n_trees=N_TREES):
                                   n_jobs=threads).fit(X_train, y_train, group=np.unique(qid_train,
                                                                                         return_counts=True)[1])
     booster = booster.booster_
-    imported = lightgbm_as_ranker(booster)
+    imported = import_model(booster)
+    imported.set_params(n_jobs=threads)
 
     lines = []
     values = {}

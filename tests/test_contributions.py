@@ -2,7 +2,8 @@
 
 The contributions are checked four ways: rows add up to ``predict``; they equal exact Shapley values enumerated over
 all feature subsets on tiny models; they equal shap's TreeExplainer on the same trees; and they equal LightGBM's
-``pred_contrib`` on a LightGBM model whose trees are loaded into a ranker.
+``pred_contrib`` on a LightGBM model imported into a ranker, and shap and LightGBM on our models exported to
+LightGBM's and XGBoost's formats.
 """
 
 import math
@@ -14,10 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from helpers import fit, make_data
-from lightgbm_trees import lightgbm_as_ranker
 from sklearn.exceptions import NotFittedError
 
-from lambdamart import LambdaMARTRanker
+from lambdamart import LambdaMARTRanker, import_model
 from lambdamart import ranker as ranker_module
 from lambdamart._engine.tree import concatenate_trees, split_trees
 from lambdamart.explain import PairExplanation, explain_pair
@@ -254,7 +254,7 @@ def test_equal_to_lightgbm_pred_contrib(params):
     X[:, 5] = np.round(np.nan_to_num(X[:, 5]), 0)  # no NaN in training: LightGBM's missing type "None" here
     booster = lightgbm.LGBMRanker(n_estimators=15, min_child_samples=5, verbose=-1, random_state=0,
                                   **params).fit(X, y, group=np.bincount(qid)).booster_
-    model = lightgbm_as_ranker(booster)
+    model = import_model(booster)
     X_test, _, _ = make_data(4, n_queries=10, n_features=6, nan_fraction=0.2)  # NaN in every feature
     np.testing.assert_allclose(model.predict(X_test), booster.predict(X_test), rtol=0, atol=1e-9)
     np.testing.assert_allclose(model.predict_contributions(X_test), booster.predict(X_test, pred_contrib=True),
@@ -360,3 +360,44 @@ def test_benchmark_script_runs_and_the_libraries_agree():
         assert name in names
     differences = [float(cells[5]) for cells in rows if len(cells) > 5 and cells[5].strip()]
     assert len(differences) == 4 and max(differences) < 1e-9
+
+
+# ---------------------------------------------------------------- our models, explained by the other libraries
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    """A model with NaN in its data, its training rows as float32 (XGBoost routes float32 values exactly as we do)
+    and the model exported to LightGBM's and XGBoost's formats."""
+    X, y, qid = make_data(6, n_queries=40, n_features=6, relevance="mixed", nan_fraction=0.15)
+    X = X.astype(np.float32)
+    model = fit(X, y, qid, n_estimators=30, max_leaf_nodes=10, learning_rate=0.1)
+    folder = tmp_path_factory.mktemp("exported")
+    model.export_model(folder / "model.txt", format="lightgbm")
+    model.export_model(folder / "model.json", format="xgboost")
+    return model, X, folder
+
+
+def test_lightgbm_pred_contrib_on_the_exported_model_equals_ours(exported):
+    lightgbm = pytest.importorskip("lightgbm")
+    model, X, folder = exported
+    booster = lightgbm.Booster(model_file=str(folder / "model.txt"))
+    np.testing.assert_allclose(booster.predict(X, pred_contrib=True), model.predict_contributions(X),
+                               rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("file", ["model.txt", "model.json"])
+def test_shap_on_the_exported_model_equals_ours(exported, file):
+    shap = pytest.importorskip("shap")
+    model, X, folder = exported
+    if file == "model.txt":
+        booster = pytest.importorskip("lightgbm").Booster(model_file=str(folder / file))
+    else:
+        booster = pytest.importorskip("xgboost").Booster()
+        booster.load_model(str(folder / file))
+    explainer = shap.TreeExplainer(booster, feature_perturbation="tree_path_dependent")
+    ours = model.predict_contributions(X)
+    # XGBoost keeps leaf values and covers in float32; LightGBM in float64.
+    tolerance = 1e-6 if file == "model.json" else 1e-9
+    np.testing.assert_allclose(explainer.shap_values(X), ours[:, :-1], rtol=0, atol=tolerance)
+    np.testing.assert_allclose(np.ravel(explainer.expected_value)[0], ours[0, -1], rtol=0, atol=tolerance)

@@ -27,7 +27,7 @@ def test_committed_with_the_outputs_of_a_clean_run():
     text = json.dumps(notebook)
     for required in ("eval_set", "train_score_", "validation_score_", "feature_importances_",
                      "HistGradientBoostingRegressor", "GridSearchCV", "ndcg_scorer", "enable_metadata_routing",
-                     "save_model", "load_model"):
+                     "save_model", "load_model", "explain_pair", "precision_recall_curve"):
         assert required in text, required
 
 

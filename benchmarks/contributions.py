@@ -4,8 +4,8 @@
 Two models of 100 trees with 31 leaves, trained on MSLR-shaped generated data (``make_ranking_data``, 136
 features):
 
-- ours, explained by ``predict_contributions`` and by ``shap.TreeExplainer`` given the same trees as shap's custom
-  tree-model dict;
+- ours, explained by ``predict_contributions`` and by ``shap.TreeExplainer`` on the same trees (read from the
+  LightGBM file ``export_model`` writes);
 - LightGBM's ``LGBMRanker``, explained by its ``pred_contrib``, by ``predict_contributions`` of the model imported
   (``lambdamart.import_model``) and by shap on those trees.
 
@@ -45,21 +45,16 @@ def _best_time(function, repeat):
     return best
 
 
-def _shap_model(trees):
-    """Flat trees as shap's custom tree-model dict (as tests/test_contributions.py builds it)."""
-    from lambdamart._engine.tree import split_trees
+def _as_lightgbm(model):
+    """Our model as a lightgbm.Booster, through the LightGBM text file of export_model."""
+    import tempfile
 
-    shap_trees = []
-    for tree in split_trees(trees):
-        leaf = tree["left"] < 0
-        default = np.where(tree["missing_left"], tree["left"], tree["right"])
-        shap_trees.append(dict(
-            children_left=tree["left"].astype(np.int32), children_right=tree["right"].astype(np.int32),
-            children_default=np.where(leaf, -1, default).astype(np.int32),
-            features=np.where(leaf, -1, tree["feature"]).astype(np.int32),
-            thresholds=np.where(leaf, 0.0, tree["threshold"]), values=tree["value"].reshape(-1, 1),
-            node_sample_weight=tree["count"].astype(np.float64)))
-    return dict(trees=shap_trees)
+    import lightgbm
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "model.txt")
+        model.export_model(path, format="lightgbm")
+        return lightgbm.Booster(model_file=path)
 
 
 def _depths(trees):
@@ -91,7 +86,9 @@ def run(n_rows, repeat, threads, train_queries=250, n_trees=N_TREES):
     lines = []
     values = {}
     for model_name, model in (("lambdamart", ours), ("lightgbm", imported)):
-        explainer = shap.TreeExplainer(_shap_model(model._trees), feature_perturbation="tree_path_dependent")
+        # shap reads our trees from the LightGBM file export_model writes (the same splits, leaves and counts).
+        explained = booster if model is imported else _as_lightgbm(model)
+        explainer = shap.TreeExplainer(explained, feature_perturbation="tree_path_dependent")
         rows = [(f"{model_name}'s model ({_depths(model._trees)})", None, None)]
         for n_jobs in (1, threads):
             model.set_params(n_jobs=n_jobs)

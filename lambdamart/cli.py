@@ -8,6 +8,8 @@
     lambdamart evaluate --model MODEL --data FILE [--metrics ndcg@10,map,mrr]
     lambdamart evaluate --qrels QRELS --run RUN [--metrics map,P_10,ndcg_cut_10]
     lambdamart compare --qrels QRELS RUN_A RUN_B ... [--metrics ...] [--test t] [--correction holm]
+    lambdamart export --model MODEL --format lightgbm|xgboost|xgboost-dump|onnx --output FILE
+    lambdamart import --input LIGHTGBM_OR_XGBOOST_MODEL --model OUT
 
 Data files are LETOR/SVMlight text (``label qid:<id> <index>:<value> ...``, as MSLR, Yahoo! LTR and Istella ship
 them), or the same without ``qid:`` plus a ``FILE.query`` file of query sizes (LightGBM's layout). Models are the
@@ -41,6 +43,9 @@ EXIT_OK, EXIT_DATA, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 0, 1, 2, 13
 
 _DEFAULT_METRICS = "ndcg@1,ndcg@5,ndcg@10,map,mrr"
 _DEFAULT_TREC_METRICS = "map,P_10,ndcg_cut_10,Rprec"
+
+# LambdaMARTRanker.export_model's formats (listed here so that --help does not import the engine).
+_EXPORT_FORMATS = ("lightgbm", "xgboost", "xgboost-dump", "onnx")
 
 _FORMATS = """\
 Data files are LETOR/SVMlight text, one document per line: "<label> qid:<query id> <index>:<value> ...", or
@@ -99,7 +104,7 @@ def usage_error(message):
 
 
 def build_parser():
-    """The argument parser of the ``lambdamart`` command and its five subcommands."""
+    """The argument parser of the ``lambdamart`` command and its subcommands."""
     parser = argparse.ArgumentParser(
         prog="lambdamart",
         description="Gradient-boosted LambdaMART learning to rank. Start with 'lambdamart demo'.",
@@ -213,6 +218,24 @@ def build_parser():
     compare.add_argument("--resamples", type=int, default=10_000, metavar="N",
                          help="resamples of the randomization and bootstrap tests (default 10000)")
     compare.add_argument("--seed", type=int, default=0, help="seed of the resampling (default 0)")
+
+    export = command("export", "write a saved model in LightGBM's, XGBoost's or ONNX's format",
+                     "Write a model file of 'train' (or save_model) for serving elsewhere, with the same split "
+                     "rule: lightgbm (LightGBM's text model), xgboost (XGBoost's JSON model), xgboost-dump (the JSON "
+                     "tree dump the Elasticsearch and OpenSearch learning-to-rank plugins read) or onnx (one "
+                     "TreeEnsemble node, float64 input X; needs pip install 'lambdamart[onnx]').", run_export)
+    export.add_argument("--model", required=True, metavar="MODEL", help="a model file written by train")
+    export.add_argument("--format", required=True, choices=_EXPORT_FORMATS, help="the target format")
+    export.add_argument("--output", required=True, metavar="FILE", help="the file to write (replaced atomically)")
+
+    imported = command("import", "turn a LightGBM or XGBoost model into a lambdamart model file",
+                       "Read a LightGBM text model or an XGBoost JSON model (told apart by content) and write it "
+                       "as a lambdamart model file that predict and evaluate use: the same scores as the other "
+                       "library's predict. Categorical splits, linear trees and multiclass models are refused.",
+                       run_import)
+    imported.add_argument("--input", required=True, metavar="FILE",
+                          help="LightGBM Booster.save_model('model.txt') or XGBoost save_model('model.json')")
+    imported.add_argument("--model", required=True, metavar="OUT", help="the lambdamart model file to write")
     return parser
 
 
@@ -609,6 +632,64 @@ def _save_and_summarise(ranker, path, seconds):
 
 
 # ------------------------------------------------------------------------------------------------ predict, evaluate
+
+
+def run_export(args):
+    """``lambdamart export``: a saved model in another library's format (``LambdaMARTRanker.export_model``).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line (see :func:`build_parser`).
+
+    Returns
+    -------
+    int
+        0; failures raise :class:`CommandError`.
+    """
+    _check_readable(args.model, "--model")
+    _check_writable(args.output, "--output")
+    ranker = _load_model(args.model)
+    try:
+        ranker.export_model(args.output, format=args.format)
+    except ImportError as error:
+        raise CommandError(str(error)) from None
+    except ValueError as error:
+        raise CommandError(f"cannot export {args.model} as {args.format}: {error}") from None
+    except OSError as error:
+        raise CommandError(f"cannot write {args.output}: {error.strerror or error}") from None
+    print(f"wrote {ranker.n_estimators_} trees to {args.output} ({args.format})", file=sys.stderr)
+    return EXIT_OK
+
+
+def run_import(args):
+    """``lambdamart import``: a LightGBM or XGBoost model as a lambdamart model file (``import_model``).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line (see :func:`build_parser`).
+
+    Returns
+    -------
+    int
+        0; failures raise :class:`CommandError`.
+    """
+    from .model_io import import_model
+
+    _check_readable(args.input, "--input")
+    _check_writable(args.model, "--model")
+    try:
+        ranker = import_model(args.input)
+    except ValueError as error:
+        raise CommandError(f"--input: {error}") from None
+    try:
+        ranker.save_model(args.model)
+    except OSError as error:
+        raise CommandError(f"cannot write {args.model}: {error.strerror or error}") from None
+    print(f"wrote {ranker.n_estimators_} trees over {ranker.n_features_in_} features to {args.model}",
+          file=sys.stderr)
+    return EXIT_OK
 
 
 def run_predict(args):

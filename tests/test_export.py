@@ -11,9 +11,9 @@ import json
 import numpy as np
 import pytest
 from exchange_probes import at_thresholds_f32, at_thresholds_f64, leaf_ranks, leaves, probe_rows
-from helpers import FAST, fit, make_data
+from helpers import FAST, fit, make_data, run_cli
 
-from lambdamart import LambdaMARTRanker, import_model
+from lambdamart import LambdaMARTRanker, import_model, load_model
 
 F32 = np.float32
 
@@ -262,3 +262,50 @@ def test_all_four_send_every_probe_row_the_same_way(model, data, tmp_path):
     session = ort.InferenceSession(str(tmp_path / "m.onnx"), providers=["CPUExecutionProvider"])
     np.testing.assert_allclose(session.run(None, {"X": rows})[0][:, 0], values.sum(axis=1), rtol=0, atol=1e-12)
     np.testing.assert_allclose(model.predict(rows), values.sum(axis=1), rtol=0, atol=1e-12)
+
+
+# ---------------------------------------------------------------- command line: lambdamart export / import
+
+
+def test_the_command_line_offers_every_export_format():
+    from lambdamart import _exchange, cli
+
+    assert set(cli._EXPORT_FORMATS) == set(_exchange.WRITERS)
+
+
+@pytest.mark.parametrize("fmt", ["lightgbm", "xgboost", "xgboost-dump", "onnx"])
+def test_cli_export_writes_what_export_model_writes(model, tmp_path, capsys, fmt):
+    if fmt == "onnx":
+        pytest.importorskip("onnx")
+    saved = tmp_path / "model.json"
+    model.save_model(saved)
+    code, out, err = run_cli(capsys, "export", "--model", saved, "--format", fmt, "--output", tmp_path / "exported")
+    assert code == 0 and out == "" and f"wrote 40 trees to {tmp_path / 'exported'} ({fmt})" in err
+    model.export_model(tmp_path / "direct", format=fmt)
+    assert (tmp_path / "exported").read_bytes() == (tmp_path / "direct").read_bytes()
+
+
+def test_cli_import_gives_a_model_file_that_predicts_like_lightgbm(data, tmp_path, capsys):
+    lightgbm = pytest.importorskip("lightgbm")
+    X, y, qid = data
+    booster = lightgbm.LGBMRanker(n_estimators=20, num_leaves=7, min_child_samples=5, verbose=-1).fit(
+        X, y, group=np.bincount(qid)).booster_
+    booster.save_model(tmp_path / "lightgbm.txt")
+    code, _, err = run_cli(capsys, "import", "--input", tmp_path / "lightgbm.txt", "--model", tmp_path / "ours.json")
+    assert code == 0 and "wrote 20 trees over 5 features" in err
+    np.testing.assert_allclose(load_model(tmp_path / "ours.json").predict(X), booster.predict(X), rtol=0, atol=1e-12)
+
+
+def test_cli_export_and_import_errors(model, tmp_path, capsys):
+    saved = tmp_path / "model.json"
+    model.save_model(saved)
+    garbage = tmp_path / "garbage.txt"
+    garbage.write_text("not a model\n")
+    code, _, err = run_cli(capsys, "import", "--input", garbage, "--model", tmp_path / "out.json")
+    assert code == 1 and "--input" in err and "neither a LightGBM text model" in err
+    assert not (tmp_path / "out.json").exists()
+    code, _, err = run_cli(capsys, "export", "--model", tmp_path / "missing.json", "--format", "lightgbm",
+                           "--output", tmp_path / "out.txt")
+    assert code == 1 and "missing.json" in err
+    code, _, err = run_cli(capsys, "export", "--model", saved, "--format", "pmml", "--output", tmp_path / "out.txt")
+    assert code == 2 and "invalid choice: 'pmml'" in err  # a usage error

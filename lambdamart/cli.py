@@ -651,13 +651,12 @@ def run_export(args):
     _check_writable(args.output, "--output")
     ranker = _load_model(args.model)
     try:
-        ranker.export_model(args.output, format=args.format)
+        with _writing(args.output):
+            ranker.export_model(args.output, format=args.format)
     except ImportError as error:
         raise CommandError(str(error)) from None
     except ValueError as error:
         raise CommandError(f"cannot export {args.model} as {args.format}: {error}") from None
-    except OSError as error:
-        raise CommandError(f"cannot write {args.output}: {error.strerror or error}") from None
     print(f"wrote {ranker.n_estimators_} trees to {args.output} ({args.format})", file=sys.stderr)
     return EXIT_OK
 
@@ -683,10 +682,8 @@ def run_import(args):
         ranker = import_model(args.input)
     except ValueError as error:
         raise CommandError(f"--input: {error}") from None
-    try:
+    with _writing(args.model):
         ranker.save_model(args.model)
-    except OSError as error:
-        raise CommandError(f"cannot write {args.model}: {error.strerror or error}") from None
     print(f"wrote {ranker.n_estimators_} trees over {ranker.n_features_in_} features to {args.model}",
           file=sys.stderr)
     return EXIT_OK
@@ -718,10 +715,8 @@ def run_predict(args):
     if args.output is None:
         _write_stdout(text)
     else:
-        try:
+        with _writing(args.output):
             write_atomically(args.output, text, encoding="ascii")
-        except OSError as error:
-            raise CommandError(f"cannot write {args.output}: {error.strerror or error}") from None
         print(f"wrote {len(scores):,} scores to {args.output}", file=sys.stderr)
     return EXIT_OK
 
@@ -740,10 +735,8 @@ def _predict_run(args, ranker):
     if args.output is None:
         _write_stdout(format_run(run))
     else:
-        try:
+        with _writing(args.output):
             write_run(args.output, run)
-        except OSError as error:
-            raise CommandError(f"cannot write {args.output}: {error.strerror or error}") from None
         print(f"wrote a run of {_plural(np.unique(qid).size, 'query')} to {args.output}", file=sys.stderr)
     return EXIT_OK
 
@@ -980,6 +973,15 @@ def _check_readable(path, option):
         raise CommandError(f"{option} {path} is a directory, not a file.")
     if not os.access(path, os.R_OK):
         raise CommandError(f"{option} file {path} is not readable.")
+
+
+@contextmanager
+def _writing(path):
+    """Turn an OSError while writing ``path`` into the command's one-line error."""
+    try:
+        yield
+    except OSError as error:
+        raise CommandError(f"cannot write {path}: {error.strerror or error}") from None
 
 
 def _check_writable(path, option):

@@ -176,14 +176,6 @@ def _lines(path):
     return lines, separator
 
 
-def _split(path, number, line, n_columns, layout):
-    fields = line.split()
-    if len(fields) != n_columns:
-        raise ValueError(f"{path}, line {number}: expected {n_columns} columns ({layout}), got {len(fields)}: "
-                         f"{line.strip()[:80]!r}.")
-    return fields
-
-
 def _check_unique(qid, docno, what, path=None, numbers=None):
     """A document listed twice for a query: ValueError naming both lines (or rows, for arrays)."""
     keys = np.char.add(np.char.add(qid.astype(str), "\x00"), docno.astype(str))
@@ -196,6 +188,32 @@ def _check_unique(qid, docno, what, path=None, numbers=None):
         was = f"line {numbers[dup]}" if path is not None else f"row {dup}"
         raise ValueError(f"{where}: document {str(docno[dup])!r} appears again for query {str(qid[dup])!r} (first on "
                          f"{was}); {what} may list a document once per query.")
+
+
+def _columns(path, layout):
+    """The columns (lists of str) of a file whose lines hold the fields of ``layout``, line numbers, separator."""
+    lines, separator = _lines(path)
+    n_columns = len(layout.split())
+    columns = [[] for _ in range(n_columns)]
+    numbers = []
+    for number, line in lines:
+        fields = line.split()
+        if len(fields) != n_columns:
+            raise ValueError(f"{path}, line {number}: expected {n_columns} columns ({layout}), got {len(fields)}: "
+                             f"{line.strip()[:80]!r}.")
+        for column, field in zip(columns, fields):
+            column.append(field)
+        numbers.append(number)
+    return columns, numbers, separator
+
+
+def _integers(path, numbers, texts, what):
+    """The column ``texts`` as int64; a ValueError naming the first line whose ``what`` is not an integer."""
+    try:
+        return np.array(texts, dtype=np.int64)
+    except ValueError:
+        bad = next(i for i, t in enumerate(texts) if not t.lstrip("+-").isdigit())
+        raise ValueError(f"{path}, line {numbers[bad]}: the {what} {texts[bad]!r} is not an integer.") from None
 
 
 def read_qrels(path: str | os.PathLike) -> Qrels:
@@ -217,19 +235,8 @@ def read_qrels(path: str | os.PathLike) -> Qrels:
         With the line number: a line without exactly 4 columns, a relevance that is not an integer, a document
         judged twice for a query, or an empty file.
     """
-    lines, separator = _lines(path)
-    columns = [[], [], [], []]
-    numbers = []
-    for number, line in lines:
-        fields = _split(path, number, line, 4, "qid iter docno rel")
-        for column, field in zip(columns, fields):
-            column.append(field)
-        numbers.append(number)
-    try:
-        relevance = np.array(columns[3], dtype=np.int64)
-    except ValueError:
-        bad = next(i for i, t in enumerate(columns[3]) if not t.lstrip("+-").isdigit())
-        raise ValueError(f"{path}, line {numbers[bad]}: the relevance {columns[3][bad]!r} is not an integer.") from None
+    columns, numbers, separator = _columns(path, "qid iter docno rel")
+    relevance = _integers(path, numbers, columns[3], "relevance")
     qid, docno = np.array(columns[0]), np.array(columns[2])
     _check_unique(qid, docno, "qrels", path, numbers)
     return Qrels(qid, np.array(columns[1]), docno, relevance, separator)
@@ -254,14 +261,7 @@ def read_run(path: str | os.PathLike) -> Run:
         With the line number: a line without exactly 6 columns, a score that is not a number (or is NaN), a rank
         that is not an integer, a document listed twice for a query, or an empty file.
     """
-    lines, separator = _lines(path)
-    columns = [[] for _ in range(6)]
-    numbers = []
-    for number, line in lines:
-        fields = _split(path, number, line, 6, "qid Q0 docno rank score run_name")
-        for column, field in zip(columns, fields):
-            column.append(field)
-        numbers.append(number)
+    columns, numbers, separator = _columns(path, "qid Q0 docno rank score run_name")
     score = np.empty(len(numbers))
     for i, text in enumerate(columns[4]):
         try:
@@ -271,11 +271,7 @@ def read_run(path: str | os.PathLike) -> Run:
     if np.isnan(score).any():
         bad = int(np.argmax(np.isnan(score)))
         raise ValueError(f"{path}, line {numbers[bad]}: the score is NaN; every document needs a score.")
-    try:
-        rank = np.array(columns[3], dtype=np.int64)
-    except ValueError:
-        bad = next(i for i, t in enumerate(columns[3]) if not t.lstrip("+-").isdigit())
-        raise ValueError(f"{path}, line {numbers[bad]}: the rank {columns[3][bad]!r} is not an integer.") from None
+    rank = _integers(path, numbers, columns[3], "rank")
     qid, docno = np.array(columns[0]), np.array(columns[2])
     _check_unique(qid, docno, "a run", path, numbers)
     return Run(qid, docno, rank, score, np.array(columns[5]), np.array(columns[1]), np.array(columns[4]),

@@ -83,3 +83,34 @@ def test_stepwise_growth_equals_grow_tree(seed, n_blocks, max_leaf_nodes, max_de
         np.testing.assert_array_equal(getattr(spread, name), getattr(fast, name), err_msg=name)
     np.testing.assert_allclose(spread.value, fast.value, rtol=1e-9, atol=1e-15)
     np.testing.assert_allclose(spread.gain, fast.gain, rtol=1e-9)
+
+
+@pytest.mark.parametrize("min_samples_leaf", [5, 20])
+def test_grow_tree_skipping_exhausted_features_grows_the_same_tree(min_samples_leaf):
+    # Features non-zero in a few dozen rows: a few nodes down no threshold of theirs leaves min_samples_leaf rows on
+    # both sides, and grow_tree stops searching them below that node; the stepwise grower searches every feature
+    # at every node. The trees must be the same.
+    rng = np.random.default_rng(7)
+    n_rows, n_features = 4000, 16
+    X = rng.normal(size=(n_rows, n_features))
+    for f in range(8):
+        X[:, f] = np.where(rng.random(n_rows) < 0.004 * (f + 1), rng.integers(1, 4, n_rows), 0.0)
+    X[rng.random(X.shape) < 0.03] = np.nan
+    thresholds, offsets = find_thresholds(X, 32)
+    rows = np.arange(n_rows, dtype=np.int64)
+    codes = bin_features(X, rows, thresholds, offsets)
+    n_bins = np.diff(offsets) + 1
+    layout = make_layout(codes, n_bins, 2)
+    grad = rng.normal(size=n_rows) + np.nan_to_num(X[:, :8]).sum(axis=1)
+    hess = rng.uniform(0.2, 1.0, n_rows)
+    features = np.arange(n_features, dtype=np.int64)
+    params = GrowthParams(max_leaf_nodes=63, max_depth=-1, min_samples_leaf=min_samples_leaf, min_sum_hessian=1e-3,
+                          l2_regularization=0.0, learning_rate=0.1)
+    fast = grow_tree(codes, n_bins, layout, features, grad, hess, rows.copy(), params,
+                     make_workspace(n_rows, layout.total_bins, 63), None)
+    steps = grow_tree_stepwise(RowShard(codes, n_bins, layout, grad, hess, rows.copy()), n_bins, layout.bin_offsets,
+                               features, params)
+    assert np.isin(np.arange(8), fast.feature).sum() >= 3, "the rare features should be split on somewhere"
+    for name in GrownTree._fields:
+        if name not in ("node_start", "node_stop"):
+            np.testing.assert_array_equal(getattr(steps, name), getattr(fast, name), err_msg=name)

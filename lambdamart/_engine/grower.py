@@ -194,8 +194,9 @@ def grow_tree(codes, n_bins, layout, features, grad, hess, rows, params, workspa
     sums = np.empty((2, 3))
     # Best split per feature of the two children (0: smaller, 1: larger), filled for the features this tree may use.
     splits = new_feature_splits(2, n_bins.shape[0])
-    selected = np.zeros(n_bins.shape[0], dtype=np.bool_)
-    selected[features] = True
+    # Per workspace histogram slot, the features its leaf may still split on (see _split_block).
+    usable = np.zeros((max_leaf_nodes, n_bins.shape[0]), dtype=np.bool_)
+    usable[0, features] = True
 
     node_stop[0] = n_rows
     count[0] = n_rows
@@ -204,8 +205,8 @@ def grow_tree(codes, n_bins, layout, features, grad, hess, rows, params, workspa
     n_leaves = 1
     if _splittable(count[0], depth[0], max_depth, min_samples_leaf):
         sums[0, 0], sums[0, 1], sums[0, 2] = sum_grad[0], sum_hess[0], count[0]
-        _split_step(codes, layout, rows, ordered_grad, ordered_hess, n_bins, selected, hists[0], hists[0],
-                    np.bool_(True), np.bool_(False), sums, params, splits, parallel_work)
+        _split_step(codes, layout, rows, ordered_grad, ordered_hess, n_bins, usable[0], usable[0], hists[0],
+                    hists[0], np.bool_(True), np.bool_(False), sums, params, splits, parallel_work)
         best = best_of(splits, np.int64(0), features)
         cand_gain[0], cand_feature[0], cand_bin[0], cand_missing_left[0] = best.gain, best.feature, best.bin, \
             best.missing_left
@@ -248,9 +249,10 @@ def grow_tree(codes, n_bins, layout, features, grad, hess, rows, params, workspa
         gather_node(grad, hess, rows, s0, s1, ordered_grad, ordered_hess)
         for side, child in ((0, small), (1, large)):
             sums[side, 0], sums[side, 1], sums[side, 2] = sum_grad[child], sum_hess[child], count[child]
-        _split_step(codes, layout, rows[s0:s1], ordered_grad[s0:s1], ordered_hess[s0:s1], n_bins, selected,
-                    hists[slot[small]], hists[slot[large]], split_small, split_large, sums, params, splits,
-                    parallel_work)
+        usable[slot[small]] = usable[slot[large]]
+        _split_step(codes, layout, rows[s0:s1], ordered_grad[s0:s1], ordered_hess[s0:s1], n_bins,
+                    usable[slot[small]], usable[slot[large]], hists[slot[small]], hists[slot[large]], split_small,
+                    split_large, sums, params, splits, parallel_work)
         for side, child, can_split in ((0, small, split_small), (1, large, split_large)):
             if can_split:
                 best = best_of(splits, side, features)
@@ -273,36 +275,46 @@ def _splittable(n, node_depth, max_depth, min_samples_leaf):
 
 
 @njit(cache=True)
-def _split_block(k, codes, layout, rows, ordered_grad, ordered_hess, n_bins, selected, hist_small, hist_large,
-                 search_small, search_large, sums, l2, min_samples_leaf, min_sum_hessian, splits):
+def _split_block(k, codes, layout, rows, ordered_grad, ordered_hess, n_bins, usable_small, usable_large, hist_small,
+                 hist_large, search_small, search_large, sums, l2, min_samples_leaf, min_sum_hessian, splits):
     """For block ``k`` of the layout: build the smaller child's histograms, turn the parent's (held in
-    ``hist_large``) into the larger child's by subtraction, and search both children's best split per selected
-    feature into ``splits`` (node 0 the smaller child, node 1 the larger)."""
+    ``hist_large``) into the larger child's by subtraction, and search both children's best split per usable
+    feature into ``splits`` (node 0 the smaller child, node 1 the larger).
+
+    ``usable_large`` holds the parent's usable features on entry (``usable_small`` a copy of it, or the same
+    array at the root); each searched child's entry becomes whether the feature can still split below it.
+    """
     bin_offsets = layout.bin_offsets
     small, large = np.int64(0), np.int64(1)
     build_block(codes, layout, k, rows, ordered_grad, ordered_hess, sums[0, 0], sums[0, 1], sums[0, 2], hist_small)
     for f in range(layout.block_features[k], layout.block_features[k + 1]):
-        if not selected[f]:
+        if not usable_large[f]:
+            # Not in this tree's features, or no threshold of it left min_samples_leaf rows on both sides of an
+            # ancestor: then none does here (a subset of its rows). Its histograms below are never read again.
+            splits.gain[small, f] = splits.gain[large, f] = -np.inf
             continue
         if search_small:
-            store_feature_split(splits, small, f, hist_small, bin_offsets[f], n_bins[f], sums[0, 0], sums[0, 1],
-                                sums[0, 2], l2, min_samples_leaf, min_sum_hessian)
+            usable_small[f] = store_feature_split(splits, small, f, hist_small, bin_offsets[f], n_bins[f],
+                                                  sums[0, 0], sums[0, 1], sums[0, 2], l2, min_samples_leaf,
+                                                  min_sum_hessian)
         if search_large:
             subtract_feature(hist_large, hist_small, bin_offsets, f)
-            store_feature_split(splits, large, f, hist_large, bin_offsets[f], n_bins[f], sums[1, 0], sums[1, 1],
-                                sums[1, 2], l2, min_samples_leaf, min_sum_hessian)
+            usable_large[f] = store_feature_split(splits, large, f, hist_large, bin_offsets[f], n_bins[f],
+                                                  sums[1, 0], sums[1, 1], sums[1, 2], l2, min_samples_leaf,
+                                                  min_sum_hessian)
 
 
 @njit(cache=True, parallel=True)
-def _split_step_parallel(codes, layout, rows, ordered_grad, ordered_hess, n_bins, selected, hist_small, hist_large,
-                         search_small, search_large, sums, l2, min_samples_leaf, min_sum_hessian, gain, bin,
-                         missing_left, left_grad, left_hess, left_count):
+def _split_step_parallel(codes, layout, rows, ordered_grad, ordered_hess, n_bins, usable_small, usable_large,
+                         hist_small, hist_large, search_small, search_large, sums, l2, min_samples_leaf,
+                         min_sum_hessian, gain, bin, missing_left, left_grad, left_hess, left_count):
     # One parallel region per split (not one per step); threads take blocks. numba passes a tuple that the region
     # writes to only as separate arrays, so the split records travel as their arrays and are put back together.
     for k in prange(layout.block_features.shape[0] - 1):
         splits = FeatureSplits(gain, bin, missing_left, left_grad, left_hess, left_count)
-        _split_block(np.int64(k), codes, layout, rows, ordered_grad, ordered_hess, n_bins, selected, hist_small,
-                     hist_large, search_small, search_large, sums, l2, min_samples_leaf, min_sum_hessian, splits)
+        _split_block(np.int64(k), codes, layout, rows, ordered_grad, ordered_hess, n_bins, usable_small,
+                     usable_large, hist_small, hist_large, search_small, search_large, sums, l2, min_samples_leaf,
+                     min_sum_hessian, splits)
 
 
 @njit(cache=True)
@@ -312,21 +324,21 @@ def _split_step_serial(codes, layout, *args):
 
 
 @njit(cache=True)
-def _split_step(codes, layout, rows, ordered_grad, ordered_hess, n_bins, selected, hist_small, hist_large,
-                search_small, search_large, sums, params, splits, parallel_work):
+def _split_step(codes, layout, rows, ordered_grad, ordered_hess, n_bins, usable_small, usable_large, hist_small,
+                hist_large, search_small, search_large, sums, params, splits, parallel_work):
     """Histograms and best splits of a split's children (of the root when ``search_large`` is False)."""
     l2, min_leaf, min_hessian = params.l2_regularization, params.min_samples_leaf, params.min_sum_hessian
     # Two plain tests, not one with `and`: numba prunes a branch on `argument is None` before typing it, which is
     # what keeps the parallel kernel out of a single-threaded fit's compilation.
     if parallel_work is not None:
         if rows.shape[0] * n_bins.shape[0] >= parallel_work:
-            _split_step_parallel(codes, layout, rows, ordered_grad, ordered_hess, n_bins, selected, hist_small,
-                                 hist_large, search_small, search_large, sums, l2, min_leaf, min_hessian,
-                                 splits.gain, splits.bin, splits.missing_left, splits.left_grad, splits.left_hess,
-                                 splits.left_count)
+            _split_step_parallel(codes, layout, rows, ordered_grad, ordered_hess, n_bins, usable_small,
+                                 usable_large, hist_small, hist_large, search_small, search_large, sums, l2,
+                                 min_leaf, min_hessian, splits.gain, splits.bin, splits.missing_left,
+                                 splits.left_grad, splits.left_hess, splits.left_count)
             return
-    _split_step_serial(codes, layout, rows, ordered_grad, ordered_hess, n_bins, selected, hist_small, hist_large,
-                       search_small, search_large, sums, l2, min_leaf, min_hessian, splits)
+    _split_step_serial(codes, layout, rows, ordered_grad, ordered_hess, n_bins, usable_small, usable_large,
+                       hist_small, hist_large, search_small, search_large, sums, l2, min_leaf, min_hessian, splits)
 
 
 @njit(cache=True)

@@ -29,48 +29,53 @@ def leaf_value(sum_grad, sum_hess, l2):
 
 @njit(cache=True)
 def feature_best_split(hist, base, n_value_bins, sum_grad, sum_hess, count, l2, min_samples_leaf, min_sum_hessian):
-    """Best (gain, bin, missing_left, left λ sum, left w sum, left count) for one feature; gain -inf if none."""
+    """Best (gain, bin, missing_left, left λ sum, left w sum, left count) for one feature; gain -inf if none.
+
+    Also returns whether any threshold leaves ``min_samples_leaf`` rows on both sides. When none does, none does in
+    any descendant of the node either (its rows are a subset, so each side only shrinks): the grower stops looking
+    at the feature below this node.
+    """
     missing = base + n_value_bins
     miss_g, miss_h, miss_n = hist[missing, 0], hist[missing, 1], hist[missing, 2]
     parent_term = leaf_objective(sum_grad, sum_hess, l2)
     best_gain, best_bin, best_missing_left = -np.inf, -1, False
     best_g, best_h, best_n = 0.0, 0.0, 0.0
     g_left, h_left, n_left = 0.0, 0.0, 0.0
-    # With missing values present, the last value bin is also a candidate: all values left, missing right.
-    last = n_value_bins - 1 if miss_n == 0.0 else n_value_bins
+    has_missing = miss_n != 0.0
+    enough_rows = False
+    last = n_value_bins if has_missing else n_value_bins - 1
     for b in range(last):
-        if hist[base + b, 2] == 0.0:
-            # An empty bin moves no row: the threshold before it is the same split. Skipping it also keeps the
-            # rounding noise a subtracted histogram leaves in empty bins from deciding between equal splits.
+        n_bin = hist[base + b, 2]
+        if n_bin == 0.0:
             continue
         g_left += hist[base + b, 0]
         h_left += hist[base + b, 1]
-        n_left += hist[base + b, 2]
-        for missing_left in (False, True):
-            if missing_left:
-                if miss_n == 0.0 or b == n_value_bins - 1:
-                    continue
-                g, h, n = g_left + miss_g, h_left + miss_h, n_left + miss_n
-            else:
-                g, h, n = g_left, h_left, n_left
-            g_right, h_right, n_right = sum_grad - g, sum_hess - h, count - n
-            if n < min_samples_leaf or n_right < min_samples_leaf:
-                continue
-            if h < min_sum_hessian or h_right < min_sum_hessian:
-                continue
-            children = leaf_objective(g, h, l2) + leaf_objective(g_right, h_right, l2)
-            gain = children - parent_term
-            # A gain within rounding error of the terms it is the difference of is no gain: splitting on it would
-            # fit noise (e.g. nearly equal gradients everywhere).
-            if gain <= _RELATIVE_GAIN_TOLERANCE * children:
-                continue
-            if gain > best_gain:
-                best_gain, best_bin, best_missing_left = gain, b, missing_left
-                best_g, best_h, best_n = g, h, n
-    if miss_n == 0.0 and best_bin >= 0:
-        # No missing value reached this node in training: send future ones to the larger child.
+        n_left += n_bin
+        if count - n_left < min_samples_leaf:
+            break  # counts are exact and only grow to the right: no later threshold leaves enough rows right
+        if n_left >= min_samples_leaf:
+            enough_rows = True
+            g_right, h_right = sum_grad - g_left, sum_hess - h_left
+            if h_left >= min_sum_hessian and h_right >= min_sum_hessian:
+                children = leaf_objective(g_left, h_left, l2) + leaf_objective(g_right, h_right, l2)
+                gain = children - parent_term
+                if gain > _RELATIVE_GAIN_TOLERANCE * children and gain > best_gain:
+                    best_gain, best_bin, best_missing_left = gain, b, False
+                    best_g, best_h, best_n = g_left, h_left, n_left
+        if has_missing and b != n_value_bins - 1:
+            g, h, n = g_left + miss_g, h_left + miss_h, n_left + miss_n
+            if n >= min_samples_leaf and count - n >= min_samples_leaf:
+                enough_rows = True
+                g_right, h_right = sum_grad - g, sum_hess - h
+                if h >= min_sum_hessian and h_right >= min_sum_hessian:
+                    children = leaf_objective(g, h, l2) + leaf_objective(g_right, h_right, l2)
+                    gain = children - parent_term
+                    if gain > _RELATIVE_GAIN_TOLERANCE * children and gain > best_gain:
+                        best_gain, best_bin, best_missing_left = gain, b, True
+                        best_g, best_h, best_n = g, h, n
+    if not has_missing and best_bin >= 0:
         best_missing_left = best_n >= count - best_n
-    return best_gain, best_bin, best_missing_left, best_g, best_h, best_n
+    return best_gain, best_bin, best_missing_left, best_g, best_h, best_n, enough_rows
 
 
 class Split(NamedTuple):
@@ -115,15 +120,17 @@ def new_feature_splits(n_nodes, n_features):
 @njit(cache=True)
 def store_feature_split(splits, node, f, hist, base, n_value_bins, sum_grad, sum_hess, count, l2, min_samples_leaf,
                         min_sum_hessian):
-    """Write the best split of ``node`` on feature ``f`` (histogram rows from ``base``) into ``splits``."""
-    gain, b, missing_left, g, h, c = feature_best_split(hist, base, n_value_bins, sum_grad, sum_hess, count, l2,
-                                                        min_samples_leaf, min_sum_hessian)
+    """Write the best split of ``node`` on feature ``f`` (histogram rows from ``base``) into ``splits``; returns
+    whether the feature can still split this node's descendants (see :func:`feature_best_split`)."""
+    gain, b, missing_left, g, h, c, enough_rows = feature_best_split(hist, base, n_value_bins, sum_grad, sum_hess,
+                                                                     count, l2, min_samples_leaf, min_sum_hessian)
     splits.gain[node, f] = gain
     splits.bin[node, f] = b
     splits.missing_left[node, f] = missing_left
     splits.left_grad[node, f] = g
     splits.left_hess[node, f] = h
     splits.left_count[node, f] = c
+    return enough_rows
 
 
 @njit(cache=True)

@@ -43,16 +43,22 @@ def _pool_layer():
 
 # When threads pay in a fit, by what starting a parallel region costs: ~2.5 µs with OpenMP on 2 cores, ~100 µs with
 # workqueue. With OpenMP, threads on every node of a few thousand row-feature updates took LightGBM's 3k-row
-# example (900k feature values) from 0.47 s to 0.26 s and 16k generated rows from 1.33 s to 0.81 s. Smaller fits
-# stay on one thread: they take a fraction of a second, and their first run compiles no parallel kernel. With
-# workqueue, the thresholds are those that paid there.
+# example (900k feature values) from 0.47 s to 0.26 s and 16k generated rows from 1.33 s to 0.81 s; at 100 rounds
+# they pay on any data (1.7x faster on 587 generated rows, 1.5x on MQ2008's 9.6k rows x 46 features). What they
+# cost is the one-time compilation of the parallel kernels (~5 s), so a fit stays on one thread only when it is
+# small in both senses: fewer than _FIT_VALUES values and fewer than _FIT_WORK values x rounds (a few rounds on a
+# few queries, a fraction of a second, such as a first try in a fresh environment). With workqueue, the thresholds
+# are those that paid there.
 _FIT_VALUES = {True: 500_000, False: 2_000_000}
+_FIT_WORK = {True: 5_000_000, False: float("inf")}
 _NODE_WORK = {True: 2_000, False: 500_000}
 
 
-def fit_threads(n_values, threads):
-    """Threads for a fit on ``n_values`` feature values (rows × features) that may use ``threads``."""
-    return threads if n_values >= _FIT_VALUES[_pool_layer()] else 1
+def fit_threads(n_values, n_rounds, threads):
+    """Threads for a fit of up to ``n_rounds`` rounds on ``n_values`` feature values (rows × features) that may use
+    ``threads``."""
+    pool = _pool_layer()
+    return threads if n_values >= _FIT_VALUES[pool] or n_values * n_rounds >= _FIT_WORK[pool] else 1
 
 
 def node_parallel_work():

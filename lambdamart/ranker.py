@@ -377,7 +377,7 @@ class LambdaMARTRanker(BaseEstimator):
         queries = self._training_queries(y, train_rows, offsets, sample_weight, position)
 
         # Every parallel kernel of the fit runs inside this region, the objective's set-up included.
-        with parallel_region(fit_threads(X.size, threads)):
+        with parallel_region(fit_threads(X.size, self.n_estimators, threads)):
             objective = make_objective(self.objective, queries, self.get_params(deep=False), rng)
             with _timed(profile, "binning"):
                 if state is None:

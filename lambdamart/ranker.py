@@ -388,9 +388,10 @@ class LambdaMARTRanker(BaseEstimator):
                     objective.restore(state.objective)
                     rng.set_state(state.end_rng)
                 n_bins = np.diff(threshold_offsets) + 1
-                codes = bin_features(X, train_rows, thresholds, threshold_offsets)
+                codes = bin_features(X, train_rows, thresholds, threshold_offsets, numba.get_num_threads())
             with _timed(profile, "validation"):
-                valid = [_EvalQueries(bin_features(X_v, np.arange(X_v.shape[0]), thresholds, threshold_offsets),
+                valid = [_EvalQueries(bin_features(X_v, np.arange(X_v.shape[0]), thresholds, threshold_offsets,
+                                                   numba.get_num_threads()),
                                       gains_v, offsets_v, np.zeros(X_v.shape[0]))
                          for X_v, gains_v, offsets_v in eval_sets]
             digest = ""
@@ -493,7 +494,7 @@ class LambdaMARTRanker(BaseEstimator):
         sample = train_rows
         if train_rows.shape[0] > _BINNING_SUBSAMPLE:
             sample = train_rows[np.sort(rng.choice(train_rows.shape[0], _BINNING_SUBSAMPLE, replace=False))]
-        return find_thresholds(X, self.max_bins, sample)
+        return find_thresholds(X, self.max_bins, sample, numba.get_num_threads())
 
     def _growth_params(self):
         """The tree-growth parameters, as the numba grower takes them."""

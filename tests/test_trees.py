@@ -769,3 +769,22 @@ def test_concatenate_trees_layout():
     both = predict_serial(X, ens["feature"], ens["threshold"], ens["missing_left"], ens["left"], ens["right"],
                           ens["value"], ens["tree_starts"])
     np.testing.assert_array_equal(both, predict_one_tree(a, X) + predict_one_tree(b, X))
+
+
+def test_binning_on_threads_equals_one_thread(monkeypatch):
+    """Features shared among Python threads (from _THREADED_VALUES values) get the same thresholds and codes."""
+    import lambdamart._engine.binning as binning
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(3000, 13)).astype(np.float32)
+    X[:, 2] = rng.integers(0, 5, X.shape[0])
+    X[rng.random(X.shape) < 0.1] = np.nan
+    rows = np.sort(rng.choice(X.shape[0], 2000, replace=False))
+    t1, o1 = find_thresholds(X, 64, rows)
+    c1 = bin_features(X, _all_rows(X), t1, o1)
+    monkeypatch.setattr(binning, "_THREADED_VALUES", 0)
+    for n_threads in (2, 3, 20):
+        t2, o2 = find_thresholds(X, 64, rows, n_threads=n_threads)
+        np.testing.assert_array_equal(t2, t1)
+        np.testing.assert_array_equal(o2, o1)
+        np.testing.assert_array_equal(bin_features(X, _all_rows(X), t1, o1, n_threads=n_threads), c1)

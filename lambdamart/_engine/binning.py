@@ -6,6 +6,8 @@ thresholds below it, so ``x <= thresholds[b]`` exactly when its bin is ``<= b``.
 (its own bin, right after the value bins); ±inf fall in the extreme value bins.
 """
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 from numba import njit
 
@@ -13,9 +15,29 @@ MAX_BINS = 255
 # As LightGBM's min_data_in_bin: a value seen fewer times than this shares its bin with the next value, so the
 # trees cannot isolate a handful of rows by a rare exact value.
 MIN_SAMPLES_PER_BIN = 3
+# Feature values from which binning shares its features among threads (when the fit has several).
+_THREADED_VALUES = 2_000_000
 
 
-def find_thresholds(X, max_bins=MAX_BINS, rows=None):
+def _by_feature_ranges(work, n_features, n_values, n_threads):
+    """Run ``work(f0, f1)`` over contiguous feature ranges: on Python threads when there are several and at least
+    ``_THREADED_VALUES`` values, else in one call.
+
+    Each range's work is numpy's sort or a ``nogil`` kernel, so the threads run in parallel; and per-feature work
+    gives the same result for any split. Python threads rather than numba's: binning runs once per fit, and a
+    parallel kernel would cost a second or more of compilation on first use.
+    """
+    n_threads = min(n_threads, n_features)
+    if n_threads <= 1 or n_values < _THREADED_VALUES:
+        work(0, n_features)
+        return
+    cuts = np.linspace(0, n_features, n_threads + 1).astype(np.int64)
+    with ThreadPoolExecutor(n_threads) as pool:
+        for done in [pool.submit(work, cuts[k], cuts[k + 1]) for k in range(n_threads)]:
+            done.result()
+
+
+def find_thresholds(X, max_bins=MAX_BINS, rows=None, n_threads=1):
     """Bin thresholds per feature from quantiles of a row subsample.
 
     With at most ``max_bins`` distinct values, thresholds are the midpoints between consecutive distinct values,
@@ -29,6 +51,8 @@ def find_thresholds(X, max_bins=MAX_BINS, rows=None):
         Maximum number of value bins per feature (≤ 255; the missing bin comes on top).
     rows : ndarray of int or None
         The rows used to place the thresholds (a subsample); None for all.
+    n_threads : int
+        Threads that may share the features (from ``_THREADED_VALUES`` values).
 
     Returns
     -------
@@ -43,29 +67,26 @@ def find_thresholds(X, max_bins=MAX_BINS, rows=None):
         ordered[...] = X
     else:
         np.take(X, rows, axis=0, out=ordered)  # straight into the column-major copy: one copy, not two
-    ordered.sort(axis=0)
-    table, counts = _thresholds_per_feature(ordered, max_bins)
+    table = np.empty((X.shape[1], max_bins))
+    counts = np.zeros(X.shape[1], dtype=np.int64)
+
+    def place(f0, f1):
+        ordered[:, f0:f1].sort(axis=0)
+        _thresholds_per_feature(ordered, max_bins, f0, f1, table, counts)
+    _by_feature_ranges(place, X.shape[1], ordered.size, n_threads)
     threshold_offsets = np.zeros(X.shape[1] + 1, dtype=np.int64)
     np.cumsum(counts, out=threshold_offsets[1:])
     return table[np.arange(table.shape[1]) < counts[:, None]], threshold_offsets
 
 
-# The kernels below run once per fit and are serial: on 2 cores, threads saved under 0.1 s of binning at 600k rows
-# (the work is memory-bound), and each parallel kernel costs a second or more of compilation on first use.
-
-
-@njit(cache=True)
-def _thresholds_per_feature(ordered, max_bins):
-    """Thresholds of every feature (columns sorted, NaN last) as rows of a (n_features, max_bins) table."""
-    n_features = ordered.shape[1]
-    table = np.empty((n_features, max_bins))
-    counts = np.zeros(n_features, dtype=np.int64)
-    for f in range(n_features):
+@njit(cache=True, nogil=True)
+def _thresholds_per_feature(ordered, max_bins, f0, f1, table, counts):
+    """Thresholds of features ``f0:f1`` (columns sorted, NaN last) into rows of the (n_features, max_bins) table."""
+    for f in range(f0, f1):
         m = ordered.shape[0]
         while m > 0 and np.isnan(ordered[m - 1, f]):
             m -= 1
         counts[f] = _feature_thresholds(ordered[:m, f].astype(np.float64), max_bins, table[f])
-    return table, counts
 
 
 @njit(cache=True)
@@ -111,27 +132,29 @@ def _feature_thresholds(values, max_bins, out):
     return n_out
 
 
-def bin_features(X, rows, thresholds, threshold_offsets):
-    """Bin codes of the rows ``rows`` of ``X``, shape (n_features, len(rows)) uint8, feature-major."""
+def bin_features(X, rows, thresholds, threshold_offsets, n_threads=1):
+    """Bin codes of the rows ``rows`` of ``X``, shape (n_features, len(rows)) uint8, feature-major; ``n_threads``
+    threads may share the features (from ``_THREADED_VALUES`` values)."""
     n_features = threshold_offsets.shape[0] - 1
     # Each feature's thresholds padded with +inf to a fixed 255 entries, for a branch-free 8-step search.
     padded = np.full((n_features, MAX_BINS), np.inf)
     counts = np.diff(threshold_offsets)
     padded[np.arange(MAX_BINS) < counts[:, None]] = thresholds
-    return _bin_rows(X, rows, padded, counts)
+    codes = np.empty((n_features, rows.shape[0]), dtype=np.uint8)
+    _by_feature_ranges(lambda f0, f1: _bin_rows(X, rows, padded, counts, f0, f1, codes), n_features,
+                       rows.shape[0] * n_features, n_threads)
+    return codes
 
 
-@njit(cache=True)
-def _bin_rows(X, rows, padded, counts):
-    n_features = padded.shape[0]
+@njit(cache=True, nogil=True)
+def _bin_rows(X, rows, padded, counts, f0, f1, codes):
     n_rows = rows.shape[0]
-    codes = np.empty((n_features, n_rows), dtype=np.uint8)
     block = 256
     # Blocks of rows, so each block of X is read from cache once for all its features.
     for start in range((n_rows + block - 1) // block):
         lo = start * block
         hi = min(lo + block, n_rows)
-        for f in range(n_features):
+        for f in range(f0, f1):
             edges = padded[f]
             missing = counts[f] + 1
             for i in range(lo, hi):
@@ -144,4 +167,3 @@ def _bin_rows(X, rows, padded, counts):
                     pos += step * (edges[pos + step - 1] < x)
                     step >>= 1
                 codes[f, i] = missing if np.isnan(x) else pos
-    return codes

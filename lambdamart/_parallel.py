@@ -45,12 +45,12 @@ def _pool_layer():
 # workqueue. With OpenMP, threads on every node of a few thousand row-feature updates took LightGBM's 3k-row
 # example (900k feature values) from 0.47 s to 0.26 s and 16k generated rows from 1.33 s to 0.81 s; at 100 rounds
 # they pay on any data (1.7x faster on 587 generated rows, 1.5x on MQ2008's 9.6k rows x 46 features). What they
-# cost is the one-time compilation of the parallel kernels (~5 s), so a fit stays on one thread only when it is
-# small in both senses: fewer than _FIT_VALUES values and fewer than _FIT_WORK values x rounds (a few rounds on a
-# few queries, a fraction of a second, such as a first try in a fresh environment). With workqueue, the thresholds
-# are those that paid there.
+# cost is the one-time compilation of the parallel kernels (~4 s in a fresh environment), so a fit stays on one
+# thread when it is small in both senses: fewer than _FIT_VALUES values and fewer than _FIT_WORK values x rounds
+# (under ~1 s on one thread: 100 rounds on 20 generated queries, 190k values, take 0.5 s, and a first such fit
+# compiles in 13 s rather than 17). With workqueue, the thresholds are those that paid there.
 _FIT_VALUES = {True: 500_000, False: 2_000_000}
-_FIT_WORK = {True: 5_000_000, False: float("inf")}
+_FIT_WORK = {True: 30_000_000, False: float("inf")}
 _NODE_WORK = {True: 2_000, False: 500_000}
 
 

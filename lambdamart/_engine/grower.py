@@ -195,8 +195,10 @@ def grow_tree(codes, n_bins, layout, features, grad, hess, rows, params, workspa
     # Best split per feature of the two children (0: smaller, 1: larger), filled for the features this tree may use.
     splits = new_feature_splits(2, n_bins.shape[0])
     # Per workspace histogram slot, the features its leaf may still split on (see _split_block).
+    # Loops, not fancy indexing or 2-D slice assignment: those cost over a second of compilation here.
     usable = np.zeros((max_leaf_nodes, n_bins.shape[0]), dtype=np.bool_)
-    usable[0, features] = True
+    for f in features:
+        usable[0, f] = True
 
     node_stop[0] = n_rows
     count[0] = n_rows
@@ -249,7 +251,8 @@ def grow_tree(codes, n_bins, layout, features, grad, hess, rows, params, workspa
         gather_node(grad, hess, rows, s0, s1, ordered_grad, ordered_hess)
         for side, child in ((0, small), (1, large)):
             sums[side, 0], sums[side, 1], sums[side, 2] = sum_grad[child], sum_hess[child], count[child]
-        usable[slot[small]] = usable[slot[large]]
+        for f in range(n_bins.shape[0]):
+            usable[slot[small], f] = usable[slot[large], f]
         _split_step(codes, layout, rows[s0:s1], ordered_grad[s0:s1], ordered_hess[s0:s1], n_bins,
                     usable[slot[small]], usable[slot[large]], hists[slot[small]], hists[slot[large]], split_small,
                     split_large, sums, params, splits, parallel_work)

@@ -35,19 +35,23 @@ def per_query(metric, x, aux, score, offsets, k, average):
 
 
 @njit(cache=True)
+def _per_query_serial(metric, x, aux, score, offsets, k, average, out):
+    # The metric called here directly rather than through _query_job: numba optimises a caller with its callees
+    # linked in, so each layer between the loop and the metric re-optimises the metric's code (0.25 s per metric).
+    for q in range(out.shape[0]):
+        lo, hi = offsets[q], offsets[q + 1]
+        out[q] = _query_value(metric, x[lo:hi], aux[lo:hi], score[lo:hi], k, average)
+
+
+@njit(cache=True)
 def _query_job(q, metric, x, aux, score, offsets, k, average, out):
     lo, hi = offsets[q], offsets[q + 1]
     out[q] = _query_value(metric, x[lo:hi], aux[lo:hi], score[lo:hi], k, average)
 
 
-@njit(cache=True)
-def _per_query_serial(metric, *args):
-    for q in range(args[-1].shape[0]):
-        _query_job(q, metric, *args)
-
-
 @njit(cache=True, parallel=True)
 def _per_query_parallel(metric, x, aux, score, offsets, k, average, out):
+    # Through _query_job: a prange body holding the slicing and the call compiled 0.8 s slower.
     for q in prange(out.shape[0]):
         _query_job(np.int64(q), metric, x, aux, score, offsets, k, average, out)
 

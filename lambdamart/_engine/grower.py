@@ -321,12 +321,6 @@ def _split_step_parallel(codes, layout, rows, ordered_grad, ordered_hess, n_bins
 
 
 @njit(cache=True)
-def _split_step_serial(codes, layout, *args):
-    for k in range(layout.block_features.shape[0] - 1):
-        _split_block(k, codes, layout, *args)
-
-
-@njit(cache=True)
 def _split_step(codes, layout, rows, ordered_grad, ordered_hess, n_bins, usable_small, usable_large, hist_small,
                 hist_large, search_small, search_large, sums, params, splits, parallel_work):
     """Histograms and best splits of a split's children (of the root when ``search_large`` is False)."""
@@ -340,8 +334,11 @@ def _split_step(codes, layout, rows, ordered_grad, ordered_hess, n_bins, usable_
                                  min_leaf, min_hessian, splits.gain, splits.bin, splits.missing_left,
                                  splits.left_grad, splits.left_hess, splits.left_count)
             return
-    _split_step_serial(codes, layout, rows, ordered_grad, ordered_hess, n_bins, usable_small, usable_large,
-                       hist_small, hist_large, search_small, search_large, sums, l2, min_leaf, min_hessian, splits)
+    # The blocks in turn, looped here rather than in a serial twin of the parallel kernel: one compiled layer less
+    # (numba optimises a caller with its callees linked in, so each layer re-optimises the code below it).
+    for k in range(layout.block_features.shape[0] - 1):
+        _split_block(np.int64(k), codes, layout, rows, ordered_grad, ordered_hess, n_bins, usable_small, usable_large,
+                     hist_small, hist_large, search_small, search_large, sums, l2, min_leaf, min_hessian, splits)
 
 
 @njit(cache=True)

@@ -43,10 +43,13 @@ def feature_best_split(hist, base, n_value_bins, sum_grad, sum_hess, count, l2, 
     g_left, h_left, n_left = 0.0, 0.0, 0.0
     has_missing = miss_n != 0.0
     enough_rows = False
+    # With missing values present, the last value bin is also a candidate: all values left, missing right.
     last = n_value_bins if has_missing else n_value_bins - 1
     for b in range(last):
         n_bin = hist[base + b, 2]
         if n_bin == 0.0:
+            # An empty bin moves no row: the threshold before it is the same split. Skipping it also keeps the
+            # rounding noise a subtracted histogram leaves in empty bins from deciding between equal splits.
             continue
         g_left += hist[base + b, 0]
         h_left += hist[base + b, 1]
@@ -59,6 +62,8 @@ def feature_best_split(hist, base, n_value_bins, sum_grad, sum_hess, count, l2, 
             if h_left >= min_sum_hessian and h_right >= min_sum_hessian:
                 children = leaf_objective(g_left, h_left, l2) + leaf_objective(g_right, h_right, l2)
                 gain = children - parent_term
+                # A gain within rounding error of the terms it is the difference of is no gain: splitting on it
+                # would fit noise (e.g. nearly equal gradients everywhere).
                 if gain > _RELATIVE_GAIN_TOLERANCE * children and gain > best_gain:
                     best_gain, best_bin, best_missing_left = gain, b, False
                     best_g, best_h, best_n = g_left, h_left, n_left
@@ -74,6 +79,7 @@ def feature_best_split(hist, base, n_value_bins, sum_grad, sum_hess, count, l2, 
                         best_gain, best_bin, best_missing_left = gain, b, True
                         best_g, best_h, best_n = g, h, n
     if not has_missing and best_bin >= 0:
+        # No missing value reached this node in training: send future ones to the larger child.
         best_missing_left = best_n >= count - best_n
     return best_gain, best_bin, best_missing_left, best_g, best_h, best_n, enough_rows
 

@@ -28,6 +28,19 @@ def leaf_value(sum_grad, sum_hess, l2):
 
 
 @njit(cache=True)
+def _split_gain(g_left, h_left, sum_grad, sum_hess, parent_term, l2, min_sum_hessian):
+    """Gain of a split whose left child has sums ``g_left``, ``h_left`` (rows checked by the caller); -inf when a
+    side lacks ``min_sum_hessian`` or the gain is within rounding error of the terms it is the difference of (no
+    gain: splitting on it would fit noise, e.g. nearly equal gradients everywhere)."""
+    g_right, h_right = sum_grad - g_left, sum_hess - h_left
+    if h_left < min_sum_hessian or h_right < min_sum_hessian:
+        return -np.inf
+    children = leaf_objective(g_left, h_left, l2) + leaf_objective(g_right, h_right, l2)
+    gain = children - parent_term
+    return gain if gain > _RELATIVE_GAIN_TOLERANCE * children else -np.inf
+
+
+@njit(cache=True)
 def feature_best_split(hist, base, n_value_bins, sum_grad, sum_hess, count, l2, min_samples_leaf, min_sum_hessian):
     """Best (gain, bin, missing_left, left λ sum, left w sum, left count) for one feature; gain -inf if none.
 
@@ -58,26 +71,18 @@ def feature_best_split(hist, base, n_value_bins, sum_grad, sum_hess, count, l2, 
             break  # counts are exact and only grow to the right: no later threshold leaves enough rows right
         if n_left >= min_samples_leaf:
             enough_rows = True
-            g_right, h_right = sum_grad - g_left, sum_hess - h_left
-            if h_left >= min_sum_hessian and h_right >= min_sum_hessian:
-                children = leaf_objective(g_left, h_left, l2) + leaf_objective(g_right, h_right, l2)
-                gain = children - parent_term
-                # A gain within rounding error of the terms it is the difference of is no gain: splitting on it
-                # would fit noise (e.g. nearly equal gradients everywhere).
-                if gain > _RELATIVE_GAIN_TOLERANCE * children and gain > best_gain:
-                    best_gain, best_bin, best_missing_left = gain, b, False
-                    best_g, best_h, best_n = g_left, h_left, n_left
+            gain = _split_gain(g_left, h_left, sum_grad, sum_hess, parent_term, l2, min_sum_hessian)
+            if gain > best_gain:
+                best_gain, best_bin, best_missing_left = gain, b, False
+                best_g, best_h, best_n = g_left, h_left, n_left
         if has_missing and b != n_value_bins - 1:
             g, h, n = g_left + miss_g, h_left + miss_h, n_left + miss_n
             if n >= min_samples_leaf and count - n >= min_samples_leaf:
                 enough_rows = True
-                g_right, h_right = sum_grad - g, sum_hess - h
-                if h >= min_sum_hessian and h_right >= min_sum_hessian:
-                    children = leaf_objective(g, h, l2) + leaf_objective(g_right, h_right, l2)
-                    gain = children - parent_term
-                    if gain > _RELATIVE_GAIN_TOLERANCE * children and gain > best_gain:
-                        best_gain, best_bin, best_missing_left = gain, b, True
-                        best_g, best_h, best_n = g, h, n
+                gain = _split_gain(g, h, sum_grad, sum_hess, parent_term, l2, min_sum_hessian)
+                if gain > best_gain:
+                    best_gain, best_bin, best_missing_left = gain, b, True
+                    best_g, best_h, best_n = g, h, n
     if not has_missing and best_bin >= 0:
         # No missing value reached this node in training: send future ones to the larger child.
         best_missing_left = best_n >= count - best_n

@@ -50,6 +50,9 @@ VARIANTS = {
     "query_normalization=False": ("lambdamart", {"query_normalization": False}, None),
     "pair_normalization=False": ("lambdamart", {"pair_normalization": False}, None),
     "truncation_level=1000 (every pair)": ("lambdamart", {"truncation_level": 1000}, None),
+    "sigma=2 (sharper sigmoid, half the Newton step)": ("lambdamart", {"sigma": 2.0}, None),
+    "subsample=0.8 (queries per tree)": ("lambdamart", {"subsample": 0.8}, None),
+    "max_features=0.8 (features per tree)": ("lambdamart", {"max_features": 0.8}, None),
     "LightGBM lambdarank": ("lightgbm", {}, None),
     "XGBoost rank:ndcg (benchmark settings)": ("xgboost", {}, None),
     "XGBoost rank:ndcg, reg_lambda=1, min_child_weight=1 (its defaults)": (

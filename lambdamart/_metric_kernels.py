@@ -14,46 +14,36 @@ document is its own group, so the same closed forms give the plain metric of the
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 from numba.extending import overload
 
-from ._parallel import threads_pay
+from ._parallel import split_over_threads
 from ._sort import descending_order
 
-# Rows from which the metrics take numba's threads (when there are several): below, a metric is a few milliseconds
-# on one thread, and the parallel driver, a second or more to compile per metric, is not compiled at all.
-_PARALLEL_ROWS = 100_000
+# Rows from which the metrics are computed on several threads (when there are several): below, a metric is a few
+# milliseconds on one thread.
+_THREADED_ROWS = 100_000
 
 
 def per_query(metric, x, aux, score, offsets, k, average):
     """Value of ``metric`` (one of :data:`NDCG` ... :data:`KENDALL_GAIN`) for every query (rows
     ``offsets[q]:offsets[q + 1]``): NaN where it is undefined."""
-    threaded = threads_pay(score.shape[0], _PARALLEL_ROWS)
     out = np.empty(offsets.shape[0] - 1)
-    (_per_query_parallel if threaded else _per_query_serial)(metric, x, aux, score, offsets, k, average, out)
+
+    def queries(lo, hi):
+        _per_query(metric, x, aux, score, offsets[lo:hi + 1], k, average, out[lo:hi])
+
+    split_over_threads(queries, np.diff(offsets), _THREADED_ROWS)
     return out
 
 
-@njit(cache=True)
-def _per_query_serial(metric, x, aux, score, offsets, k, average, out):
-    # The metric called here directly rather than through _query_job: numba optimises a caller with its callees
-    # linked in, so each layer between the loop and the metric re-optimises the metric's code (0.25 s per metric).
+@njit(cache=True, nogil=True)
+def _per_query(metric, x, aux, score, offsets, k, average, out):
+    # The metric called here directly: numba optimises a caller with its callees linked in, so each layer between
+    # the loop and the metric re-optimises the metric's code (0.25 s per metric).
     for q in range(out.shape[0]):
         lo, hi = offsets[q], offsets[q + 1]
         out[q] = _query_value(metric, x[lo:hi], aux[lo:hi], score[lo:hi], k, average)
-
-
-@njit(cache=True)
-def _query_job(q, metric, x, aux, score, offsets, k, average, out):
-    lo, hi = offsets[q], offsets[q + 1]
-    out[q] = _query_value(metric, x[lo:hi], aux[lo:hi], score[lo:hi], k, average)
-
-
-@njit(cache=True, parallel=True)
-def _per_query_parallel(metric, x, aux, score, offsets, k, average, out):
-    # Through _query_job: a prange body holding the slicing and the call compiled 0.8 s slower.
-    for q in prange(out.shape[0]):
-        _query_job(np.int64(q), metric, x, aux, score, offsets, k, average, out)
 
 
 @njit(cache=True)

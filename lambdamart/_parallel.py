@@ -1,14 +1,18 @@
-"""Thread counts for numba's parallel kernels, and the lock that keeps unsafe threading layers from aborting.
+"""Thread counts, the lock that keeps unsafe threading layers from aborting, and Python threads for one-off work.
 
 Every parallel kernel of a fit or predict runs inside :func:`parallel_region`, which sets numba's thread count for
-its duration (joblib's ``n_jobs`` convention) and restores it afterwards; the public metrics, which have no
-``n_jobs``, launch theirs inside :func:`serialised_launches` with the caller's thread count.
+its duration (joblib's ``n_jobs`` convention) and restores it afterwards. Work done once per call (metrics, a large
+predict) runs a ``nogil`` serial kernel on ranges of its items on Python threads (:func:`split_over_threads`), as
+many as numba's current thread count: the caller's for the public metrics, which have no ``n_jobs``.
 """
 
+import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 import numba
+import numpy as np
 
 # The workqueue threading layer (numba's fallback when neither TBB nor OpenMP is available) aborts the process
 # when two threads launch parallel regions at once, so launches are serialised until a thread-safe layer is known.
@@ -25,13 +29,6 @@ def n_threads(n_jobs):
     if n_jobs < 0:
         return max(1, available + 1 + n_jobs)
     return min(n_jobs, available)
-
-
-def threads_pay(work, threshold):
-    """Whether a kernel that comes in a serial and a parallel version should run the parallel one: numba has more
-    than one thread here and there are at least ``threshold`` items of work. Below that, waking the threads costs
-    more than they save, and the parallel version (seconds to compile on first use) is never compiled."""
-    return work >= threshold and numba.get_num_threads() > 1
 
 
 def _pool_layer():
@@ -65,6 +62,52 @@ def node_parallel_work():
     """Row × feature updates from which a node is split on numba's threads (``grow_tree``'s ``parallel_work``);
     None when there is one thread."""
     return None if numba.get_num_threads() == 1 else _NODE_WORK[_pool_layer()]
+
+
+# One pool per process: a forked child (a Dask or loky worker) inherits the pool object but none of its threads.
+_POOL = {"pid": None, "executor": None}
+_POOL_LOCK = threading.Lock()
+
+
+def _executor():
+    with _POOL_LOCK:
+        if _POOL["pid"] != os.getpid():
+            _POOL["pid"] = os.getpid()
+            _POOL["executor"] = ThreadPoolExecutor(max(numba.config.NUMBA_NUM_THREADS - 1, 1),
+                                                   thread_name_prefix="lambdamart")
+        return _POOL["executor"]
+
+
+def split_over_threads(work, cost, min_cost=0):
+    """Call ``work(lo, hi)`` over consecutive ranges of the items ``0:n``, one range per thread of numba's current
+    thread count, of about equal total cost; in one call on the calling thread when there is one thread or the
+    total cost is below ``min_cost``.
+
+    ``cost`` is an array of the items' costs, or their number ``n`` when all cost the same. For kernels called once
+    per call or per round over many independent items (queries, rows): ``work`` calls a ``nogil`` serial kernel on
+    its range, so the ranges run in parallel on Python threads. numba's parallel version of such a kernel costs a
+    second or more of compilation on first use, per kernel and objective, while a hand-off to a waiting thread
+    costs tens of microseconds, nothing next to such a call. The first range runs on the calling thread; ranges
+    must not write to the same memory.
+    """
+    if isinstance(cost, (int, np.integer)):
+        n_items, cumulative = int(cost), None
+    else:
+        n_items, cumulative = len(cost), np.cumsum(cost, dtype=np.float64)
+    total = n_items if cumulative is None else cumulative[-1] if n_items else 0.0
+    n_threads = min(numba.get_num_threads(), n_items)
+    if n_threads <= 1 or total < min_cost:
+        work(0, n_items)
+        return
+    shares = np.arange(1, n_threads) / n_threads
+    cuts = (n_items * shares).astype(np.int64) if cumulative is None else np.searchsorted(cumulative, total * shares)
+    bounds = np.unique(np.concatenate(([0], cuts, [n_items])))
+    pending = [_executor().submit(work, lo, hi) for lo, hi in zip(bounds[1:-1], bounds[2:])]
+    try:
+        work(bounds[0], bounds[1])
+    finally:
+        for done in pending:
+            done.result()
 
 
 @contextmanager

@@ -26,7 +26,6 @@ from numpy.typing import ArrayLike
 
 from . import _metric_kernels as _kern
 from ._gains import MAX_EXPONENTIAL_LABEL, check_labels, label_gains
-from ._parallel import serialised_launches
 from ._queries import group_queries
 
 __all__ = [
@@ -143,8 +142,7 @@ def _prepare(y_true, y_score, qid, k, ties, sample_weight, reduce, empty=1.0):
 def _evaluate(metric, x, queries, aux=None):
     """Per-query values of ``metric`` (a code of :mod:`._metric_kernels`) (NaN where the metric is undefined)."""
     aux = x if aux is None else aux
-    with serialised_launches():  # the kernel is parallel over queries
-        return _kern.per_query(metric, x, aux, queries.score, queries.offsets, queries.k, queries.average)
+    return _kern.per_query(metric, x, aux, queries.score, queries.offsets, queries.k, queries.average)
 
 
 def _reduce(values, queries, reduce, empty=None):

@@ -26,16 +26,16 @@ from . import _exchange, _model_format
 from ._checkpoint import Checkpoints, TrainingState, check_compatible, fingerprint, read_latest
 from ._compat import Interval, StrOptions, check_sample_weight, validate_params
 from ._engine.binning import MAX_BINS, bin_features, find_thresholds
-from ._engine.contributions import contributions_parallel, contributions_serial, tree_summaries
+from ._engine.contributions import contributions_serial, explain_rows, tree_summaries
 from ._engine.grower import GrowthParams, add_leaf_values, grow_tree, make_workspace
 from ._engine.histogram import make_layout
-from ._engine.predict import add_tree_binned, predict_parallel, predict_serial
+from ._engine.predict import add_tree_binned, predict_serial, score_rows
 from ._engine.tree import concatenate_trees, make_tree, split_trees
 from ._files import write_atomically
 from ._gains import label_gains
 from ._metric_kernels import NDCG, per_query
 from ._objectives import OBJECTIVES, TrainingQueries, make_objective
-from ._parallel import fit_threads, n_threads, node_parallel_work, parallel_region
+from ._parallel import fit_threads, n_threads, node_parallel_work, parallel_region, split_over_threads
 from ._queries import group_from_sizes, group_queries
 from ._validation import check_eval_set, check_position, check_X, check_y
 from ._version import __version__
@@ -809,12 +809,14 @@ class LambdaMARTRanker(BaseEstimator):
 
 def _predict_trees(trees, X, n_jobs):
     """The scores of the flat ensemble ``trees`` for the rows of a checked ``X``."""
-    args = (X, trees["feature"], trees["threshold"], trees["missing_left"], trees["left"], trees["right"],
+    args = (trees["feature"], trees["threshold"], trees["missing_left"], trees["left"], trees["right"],
             trees["value"], trees["tree_starts"])
     if X.shape[0] * max(trees["tree_starts"].shape[0], 1) <= _SERIAL_PREDICT_WORK:
-        return predict_serial(*args)
+        return predict_serial(X, *args)
+    out = np.empty(X.shape[0])
     with parallel_region(n_jobs):
-        return predict_parallel(*args)
+        split_over_threads(lambda lo, hi: score_rows(X, lo, hi, *args, out), X.shape[0])
+    return out
 
 
 def _contributions_of_trees(trees, X, n_jobs):
@@ -826,12 +828,14 @@ def _contributions_of_trees(trees, X, n_jobs):
                          f"trees' 'count'), but {bad.size} split(s) have count 0, e.g. node {bad[0]}. A model "
                          f"fitted by lambdamart always has them; give an imported model its node counts (cover).")
     tree_depth, expected = tree_summaries(left, trees["right"], trees["value"], count, trees["tree_starts"])
-    args = (X, trees["feature"], trees["threshold"], trees["missing_left"], left, trees["right"], trees["value"],
+    args = (trees["feature"], trees["threshold"], trees["missing_left"], left, trees["right"], trees["value"],
             count, trees["tree_starts"], tree_depth, np.int64(tree_depth.max(initial=0)), float(expected.sum()))
     if X.shape[0] * max(int(np.count_nonzero(left < 0)), 1) <= _SERIAL_CONTRIBUTIONS_WORK:
-        return contributions_serial(*args)
+        return contributions_serial(X, *args)
+    out = np.empty((X.shape[0], X.shape[1] + 1))
     with parallel_region(n_jobs):
-        return contributions_parallel(*args)
+        split_over_threads(lambda lo, hi: explain_rows(X, lo, hi, *args, out), X.shape[0])
+    return out
 
 
 def _initial_model(init_model, state):

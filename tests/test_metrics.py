@@ -504,7 +504,7 @@ def test_public_names_and_docstrings():
 @pytest.mark.parametrize("name", ["ndcg", "dcg", "mean_average_precision", "mean_reciprocal_rank", "precision_at_k",
                                   "recall_at_k", "hits_at_k", "err", "kendall_tau"])
 def test_threaded_and_single_threaded_drivers_give_the_same_values(name, monkeypatch):
-    """Metrics run on numba's threads from _PARALLEL_ROWS rows on: the same per-query values either way."""
+    """Metrics run on several threads from _THREADED_ROWS rows on: the same per-query values either way."""
     from lambdamart import _metric_kernels
 
     rng = np.random.default_rng(3)
@@ -514,6 +514,6 @@ def test_threaded_and_single_threaded_drivers_give_the_same_values(name, monkeyp
     metric = getattr(M, name)
     values = {}
     for rows in (10**9, 0):
-        monkeypatch.setattr(_metric_kernels, "_PARALLEL_ROWS", rows)
+        monkeypatch.setattr(_metric_kernels, "_THREADED_ROWS", rows)
         values[rows] = metric(y, s, qid, reduce=None)
     np.testing.assert_array_equal(values[0], values[10**9])

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from lambdamart import LambdaMARTRanker
+from lambdamart._objectives import OBJECTIVES, TrainingQueries, make_objective
 from lambdamart._objectives.lambdarank import (
     _general_pairs,
     _ndcg_pairs,
@@ -513,6 +514,29 @@ def test_gradient_and_hessian_match_finite_differences(name, seed):
     assert np.all(hess >= 0)
 
 
+@pytest.mark.parametrize("name", ["listnet", "listmle"])
+def test_listwise_gradients_stay_finite_for_scores_far_apart(name):
+    """Scores ~1000 apart underflow exp(s - max) to 0: the λ and w must still be finite and exact (ListMLE once
+    divided by a suffix sum that had underflowed to 0)."""
+    s = np.array([0.0, 1000.0, -1000.0, 3.0, -999.0])
+    y = np.array([2.0, 1.0, 0.0, 0.0, 1.0])
+    offsets = np.array([0, 5], dtype=np.int64)
+    tie_break = np.arange(5.0)
+    grad, hess = kernel(name, s, y, offsets, tie_break)
+    assert np.isfinite(grad).all() and np.isfinite(hess).all() and (hess >= 0).all()
+    if name == "listmle":
+        # The loss's gradient in log-sum-exp form: Σ over the suffixes holding a document of its softmax share.
+        order = np.lexsort((tie_break, -y))
+        expected = np.zeros(5)
+        for m in range(5):
+            rest = s[order[m:]]
+            z = rest.max() + np.log(np.sum(np.exp(rest - rest.max())))
+            for i in range(m, 5):
+                expected[order[i]] += np.exp(s[order[i]] - z)
+            expected[order[m]] -= 1.0
+        np.testing.assert_allclose(grad, expected, atol=1e-12)
+
+
 @pytest.mark.parametrize("name", sorted(LOSSES))
 def test_single_document_queries_have_no_pairwise_or_listwise_gradient(name):
     s = np.array([0.3, -1.0])
@@ -681,3 +705,50 @@ def test_descending_order_is_a_stable_descending_argsort(kind):
 def test_descending_order_puts_nan_last():
     x = np.array([0.5, np.nan, 2.0, 0.5, np.nan, -1.0])
     np.testing.assert_array_equal(descending_order(x), [2, 0, 3, 5, 1, 4])
+
+
+@pytest.mark.parametrize("name", sorted(OBJECTIVES))
+@pytest.mark.parametrize("with_position", [False, True])
+def test_gradients_on_threads_equal_one_thread(name, with_position):
+    """Objectives share their queries among numba's threads: the same λ and w, bit for bit, as on one thread, for
+    all queries and for a subset."""
+    import numba
+
+    cls = OBJECTIVES[name]
+    if with_position and not cls.supports_position:
+        pytest.skip("no positions for this objective")
+    rng = np.random.default_rng(5)
+    sizes = rng.integers(1, 40, 200)
+    offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+    n = int(offsets[-1])
+    labels = rng.integers(0, 4, n).astype(np.float64)
+    scores = np.round(rng.normal(size=n), 1)  # with ties
+    scores[rng.random(n) < 0.01] = 900.0  # far apart: LambdaRank's general kernel takes these queries
+    position = (np.concatenate([np.arange(1, k + 1) for k in sizes]) if with_position
+                else np.zeros(0, dtype=np.int64))
+    queries = TrainingQueries(labels=labels, gains=2.0**labels - 1.0, offsets=offsets,
+                              sample_weight=rng.uniform(0.5, 2.0, n), position=position)
+    params = LambdaMARTRanker().get_params()
+    subset = np.sort(rng.choice(200, 120, replace=False)).astype(np.int64)
+    results = {}
+    previous = numba.get_num_threads()
+    try:
+        for threads in (1, 2):
+            numba.set_num_threads(threads)
+            for label, indices in (("all", np.arange(200, dtype=np.int64)), ("subset", subset)):
+                objective = make_objective(name, queries, params, np.random.RandomState(0))
+                grad, hess = np.full(n, 7.0), np.full(n, 7.0)
+                objective.gradients(scores, indices, grad, hess)
+                results[threads, label] = grad, hess, objective.state()
+    finally:
+        numba.set_num_threads(previous)
+    for label in ("all", "subset"):
+        (g1, h1, s1), (g2, h2, s2) = results[1, label], results[2, label]
+        np.testing.assert_array_equal(g1, g2)
+        np.testing.assert_array_equal(h1, h2)
+        assert s1.keys() == s2.keys()
+        for key in s1:
+            np.testing.assert_array_equal(s1[key], s2[key])
+    untouched = np.setdiff1d(np.arange(200), subset)
+    rows = np.concatenate([np.arange(offsets[q], offsets[q + 1]) for q in untouched])
+    assert (results[2, "subset"][0][rows] == 7.0).all()  # rows of other queries are left as they are

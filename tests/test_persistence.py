@@ -119,7 +119,7 @@ _FRESH_PROCESS = textwrap.dedent("""
     from numba.core.event import install_recorder
 
     import lambdamart
-    from lambdamart._engine.predict import predict_parallel, predict_serial
+    from lambdamart._engine.predict import predict_serial, score_rows
 
     kind, model_path, small_path, big_path, out_path = sys.argv[1:]
     if kind == "json":
@@ -135,7 +135,7 @@ _FRESH_PROCESS = textwrap.dedent("""
         p_big = model.predict(X_big)
     np.save(out_path, np.concatenate([p_small, p_big]))
     stats = {name: (sum(f.stats.cache_hits.values()), sum(f.stats.cache_misses.values()))
-             for name, f in (("serial", predict_serial), ("parallel", predict_parallel))}
+             for name, f in (("serial", predict_serial), ("threaded", score_rows))}
     print(json.dumps({"compile_events": len(compiles.buffer), "stats": stats}))
 """)
 

@@ -16,7 +16,7 @@ without a copy.
 """
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 # Rows per block: each tree is explained for a whole block of rows before the next, so its nodes stay in cache,
 # and the block's scratch arrays are allocated once.
@@ -242,27 +242,21 @@ def _explain_block(X, lo, hi, feature, threshold, missing_left, left, right, val
                           stack_zero, stack_one, stack_feature)
 
 
-@njit(cache=True, parallel=True)
-def contributions_parallel(X, feature, threshold, missing_left, left, right, value, count, tree_starts, tree_depth,
-                           max_depth, expected_value):
-    """TreeSHAP values of all rows of ``X`` (n_rows, n_features + 1; the last column ``expected_value``), blocks of
-    rows spread across threads; the same sums as :func:`contributions_serial`."""
-    n = X.shape[0]
-    out = np.empty((n, X.shape[1] + 1))
-    for block in prange((n + _BLOCK - 1) // _BLOCK):
-        lo = np.int64(block) * _BLOCK
-        _explain_block(X, lo, min(lo + _BLOCK, n), feature, threshold, missing_left, left, right, value, count,
-                       tree_starts, tree_depth, max_depth, expected_value, out)
-    return out
+@njit(cache=True, nogil=True)
+def explain_rows(X, lo, hi, feature, threshold, missing_left, left, right, value, count, tree_starts, tree_depth,
+                 max_depth, expected_value, out):
+    """TreeSHAP values of the rows ``lo:hi`` of ``X`` into ``out[lo:hi]`` (n_features + 1 columns, the last
+    ``expected_value``); ``nogil``, so that row ranges can be explained on several threads."""
+    for block in range(lo, hi, _BLOCK):
+        _explain_block(X, block, min(block + _BLOCK, hi), feature, threshold, missing_left, left, right, value,
+                       count, tree_starts, tree_depth, max_depth, expected_value, out)
 
 
 @njit(cache=True)
 def contributions_serial(X, feature, threshold, missing_left, left, right, value, count, tree_starts, tree_depth,
                          max_depth, expected_value):
-    """TreeSHAP values of all rows of ``X`` on the calling thread (no thread start-up for a single query)."""
-    n = X.shape[0]
-    out = np.empty((n, X.shape[1] + 1))
-    for lo in range(0, n, _BLOCK):
-        _explain_block(X, np.int64(lo), min(lo + _BLOCK, n), feature, threshold, missing_left, left, right, value,
-                       count, tree_starts, tree_depth, max_depth, expected_value, out)
+    """TreeSHAP values of all rows of ``X`` on the calling thread (no thread hand-off for a single query)."""
+    out = np.empty((X.shape[0], X.shape[1] + 1))
+    explain_rows(X, 0, X.shape[0], feature, threshold, missing_left, left, right, value, count, tree_starts,
+                 tree_depth, max_depth, expected_value, out)
     return out

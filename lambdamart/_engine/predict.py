@@ -100,26 +100,20 @@ def _score_block(X, lo, hi, feature, threshold, missing_left, left, right, value
                     out[i + k] += value[n[k]]
 
 
-@njit(cache=True, parallel=True)
-def predict_parallel(X, feature, threshold, missing_left, left, right, value, tree_starts):
-    """Scores of all rows of ``X``, blocks of rows spread across threads (sums in tree order, as serial)."""
-    n = X.shape[0]
-    out = np.empty(n)
-    for block in prange((n + _BLOCK - 1) // _BLOCK):
-        lo = block * _BLOCK
-        _score_block(X, lo, min(lo + _BLOCK, n), feature, threshold, missing_left, left, right, value, tree_starts,
-                     out)
-    return out
+@njit(cache=True, nogil=True)
+def score_rows(X, lo, hi, feature, threshold, missing_left, left, right, value, tree_starts, out):
+    """Scores of the rows ``lo:hi`` of ``X`` into ``out[lo:hi]`` (sums in tree order); ``nogil``, so that row ranges
+    can be scored on several threads."""
+    for block in range(lo, hi, _BLOCK):
+        _score_block(X, block, min(block + _BLOCK, hi), feature, threshold, missing_left, left, right, value,
+                     tree_starts, out)
 
 
 @njit(cache=True)
 def predict_serial(X, feature, threshold, missing_left, left, right, value, tree_starts):
-    """Scores of all rows of ``X`` on the calling thread: no thread start-up cost for a single query."""
-    n = X.shape[0]
-    out = np.empty(n)
-    for lo in range(0, n, _BLOCK):
-        _score_block(X, lo, min(lo + _BLOCK, n), feature, threshold, missing_left, left, right, value, tree_starts,
-                     out)
+    """Scores of all rows of ``X`` on the calling thread: no thread hand-off for a single query."""
+    out = np.empty(X.shape[0])
+    score_rows(X, 0, X.shape[0], feature, threshold, missing_left, left, right, value, tree_starts, out)
     return out
 
 
@@ -159,6 +153,6 @@ _PARALLEL_BINNED_ROWS = 50_000
 
 def add_tree_binned(codes, n_bins, tree, rows, scores):
     """``scores[r] += tree(r)`` for the rows ``rows`` of binned data ``codes`` and a :class:`~.grower.GrownTree`."""
-    # The test of _parallel.threads_pay, written out: the engine imports nothing outside itself.
+    # Whether threads pay, decided here: the engine imports nothing outside itself.
     threaded = rows.shape[0] >= _PARALLEL_BINNED_ROWS and numba.get_num_threads() > 1
     (_add_tree_binned_parallel if threaded else _add_tree_binned_serial)(codes, n_bins, tree, rows, scores)

@@ -32,8 +32,8 @@ def listmle_gradients(scores, labels, offsets, query_indices, tie_break, sample_
     in labels ordered by ``tie_break`` (random numbers drawn per round). Queries whose labels are all equal have
     no order to learn and get zero λ and w.
 
-    With Z_k the suffix sums and e = exp(s), document π(m) gets gradient e·Σ_{k≤m} 1/Z_k - 1 and diagonal hessian
-    Σ_{k≤m} (e/Z_k)(1 - e/Z_k).
+    With Z_k the suffix sums of exp(s) and p_mk = exp(s_π(m)) / Z_k, document π(m) gets gradient Σ_{k≤m} p_mk - 1
+    and diagonal hessian Σ_{k≤m} p_mk(1 - p_mk).
     """
     for k in prange(query_indices.shape[0]):
         start, stop = offsets[query_indices[k]], offsets[query_indices[k] + 1]
@@ -48,21 +48,24 @@ def listmle_gradients(scores, labels, offsets, query_indices, tie_break, sample_
         by_tie = np.argsort(tie_break[start:stop])
         order = by_tie[np.argsort(-labels[start:stop][by_tie], kind="mergesort")]
         s = scores[start:stop][order]
-        e = np.exp(s - s.max())
-        suffix = np.empty(n)
-        running = 0.0
-        for m in range(n - 1, -1, -1):
-            running += e[m]
-            suffix[m] = running
-        inv_sum = 0.0
-        inv_sq_sum = 0.0
+        # log Z_k, so that no suffix underflows to 0 when scores lie more than ~745 apart.
+        log_z = np.empty(n)
+        log_z[n - 1] = s[n - 1]
+        for m in range(n - 2, -1, -1):
+            high, low = max(s[m], log_z[m + 1]), min(s[m], log_z[m + 1])
+            log_z[m] = high + np.log1p(np.exp(low - high))
+        # Σ_{k≤m} Z_m/Z_k and Σ_{k≤m} (Z_m/Z_k)², kept relative to the smallest Z so far: terms stay ≤ 1.
+        ratio_sum = 0.0
+        ratio_sq_sum = 0.0
         for m in range(n):
-            inv_sum += 1.0 / suffix[m]
-            inv_sq_sum += 1.0 / (suffix[m] * suffix[m])
+            shrink = np.exp(log_z[m] - log_z[m - 1]) if m > 0 else 1.0
+            ratio_sum = ratio_sum * shrink + 1.0
+            ratio_sq_sum = ratio_sq_sum * shrink * shrink + 1.0
+            p = np.exp(s[m] - log_z[m])
             row = start + order[m]
-            grad[row] = e[m] * inv_sum - 1.0
-            # Σ q(1 - q) = e·Σ1/Z - e²·Σ1/Z²; rounding must not make it negative.
-            hess[row] = max(e[m] * inv_sum - e[m] * e[m] * inv_sq_sum, 0.0)
+            grad[row] = p * ratio_sum - 1.0
+            # Σ p(1 - p) = p·Σ(Z_m/Z_k) - p²·Σ(Z_m/Z_k)²; rounding must not make it negative.
+            hess[row] = max(p * ratio_sum - p * p * ratio_sq_sum, 0.0)
         apply_sample_weight(sample_weight, start, stop, grad, hess)
 
 

@@ -495,6 +495,8 @@ class LambdaMARTRanker(BaseEstimator):
         sample = train_rows
         if train_rows.shape[0] > _BINNING_SUBSAMPLE:
             sample = train_rows[np.sort(rng.choice(train_rows.shape[0], _BINNING_SUBSAMPLE, replace=False))]
+        elif train_rows.shape[0] == X.shape[0]:
+            sample = None  # every row, in query order: the thresholds do not depend on the order, so no gather
         return find_thresholds(X, self.max_bins, sample, n_threads)
 
     def _growth_params(self):

@@ -62,11 +62,9 @@ def find_thresholds(X, max_bins=MAX_BINS, rows=None, n_threads=1):
     """
     # numpy's sort (SIMD, NaN last) is several times faster than numba's; the rest is a numba kernel. Column-major,
     # so each feature's sorted values are contiguous for the kernel (a third faster than reading strided columns).
-    ordered = np.empty((X.shape[0] if rows is None else rows.shape[0], X.shape[1]), dtype=X.dtype, order="F")
-    if rows is None:
-        ordered[...] = X
-    else:
-        np.take(X, rows, axis=0, out=ordered)  # straight into the column-major copy: one copy, not two
+    # Always a copy (it is sorted in place). Rows gathered first, then transposed by numpy's blocked copy: gathering
+    # straight into the column-major array writes each row across all columns, 2-5x slower at 200k rows.
+    ordered = (X if rows is None else X[rows]).T.copy(order="C").T
     table = np.empty((X.shape[1], max_bins))
     counts = np.zeros(X.shape[1], dtype=np.int64)
 
@@ -93,11 +91,15 @@ def _thresholds_per_feature(ordered, max_bins, f0, f1, table, counts):
 def _feature_thresholds(values, max_bins, out):
     """Write the thresholds of one feature's sorted non-missing values into ``out``; return how many."""
     m = values.shape[0]
-    distinct = np.empty(m)
-    seen = np.zeros(m, dtype=np.int64)
+    # The distinct values and their counts, until there are more than max_bins: then quantiles place the
+    # thresholds, and the rest of the scan (most of a continuous feature's values) would be wasted.
+    distinct = np.empty(max_bins + 1)
+    seen = np.zeros(max_bins + 1, dtype=np.int64)
     n_distinct = 0
     for i in range(m):
         if n_distinct == 0 or values[i] != distinct[n_distinct - 1]:
+            if n_distinct == max_bins + 1:
+                break
             distinct[n_distinct] = values[i]
             n_distinct += 1
         seen[n_distinct - 1] += 1

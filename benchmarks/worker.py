@@ -30,6 +30,8 @@ PREDICT_REPEATS = 3  # batch predict: best of this many timed calls, after one u
 SERVING_DOCS = 100  # documents per call: one query, as a search service scores its candidates
 SERVING_CALLS = 1000
 TINY_ROWS, TINY_QUERIES, TINY_ROUNDS = 50, 5, 3  # the fit that pays import-time and JIT-cache loading costs
+# Training sets of fewer values (rows × features) warm up with all the timed fit's rounds (a second or two).
+_FULL_WARMUP_VALUES = 2_000_000
 
 
 # ------------------------------------------------------------------------------------------------ parent side
@@ -37,7 +39,6 @@ TINY_ROWS, TINY_QUERIES, TINY_ROUNDS = 50, 5, 3  # the fit that pays import-time
 
 class WorkerError(RuntimeError):
     pass
-
 
 def run_job(job, workdir):
     """Run one worker process on ``job`` and return its result dict; raises WorkerError with its stderr."""
@@ -75,8 +76,11 @@ def work_warmup(job, data):
     """Compile or load every kernel the fit, predict and serving workers will call, so the disk cache is warm."""
     lib = LIBRARIES[job["library"]]
     tiny = _tiny_fit(lib, job["settings"], data)
-    # One round on the full training split too: kernels may pick other code paths (or types) for large inputs.
-    one_round = lib.make({**job["settings"], "rounds": 1})
+    # A fit on the full training split too: kernels may pick other code paths (or types) for large inputs, and a
+    # small fit's thread use depends on its rounds as well (lambdamart's fits on a few hundred thousand values
+    # take threads only for many rounds). All the timed fit's rounds where that is cheap, else one.
+    rounds = job["settings"]["rounds"] if data["X_train"].size < _FULL_WARMUP_VALUES else 1
+    one_round = lib.make({**job["settings"], "rounds": rounds})
     lib.fit(one_round, data["X_train"], data["y_train"], data["qid_train"])
     for model in (tiny, one_round):  # different tree counts: both the serial and the threaded predict path
         model.predict(data["X_test"])

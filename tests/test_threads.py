@@ -21,7 +21,8 @@ def record_ranges(cost, threads, min_cost=0):
     return sorted(calls)
 
 
-@pytest.mark.parametrize("cost", [np.array([5.0, 1, 1, 1, 1, 1, 10, 1]), 1000, np.ones(3), 2, np.array([0.0, 0.0, 7.0])])
+@pytest.mark.parametrize("cost", [np.array([5.0, 1, 1, 1, 1, 1, 10, 1]), 1000, np.ones(3), 2,
+                                  np.array([0.0, 0.0, 7.0])])
 def test_ranges_cover_every_item_once_one_per_thread(cost):
     calls = record_ranges(cost, 2)
     n = cost if isinstance(cost, int) else len(cost)

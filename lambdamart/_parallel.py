@@ -83,18 +83,20 @@ def split_over_threads(work, cost, min_cost=0):
     thread count, of about equal total cost; in one call on the calling thread when there is one thread or the
     total cost is below ``min_cost``.
 
-    ``cost`` is an array of the items' costs, or their number ``n`` when all cost the same. For kernels called once
-    per call or per round over many independent items (queries, rows): ``work`` calls a ``nogil`` serial kernel on
-    its range, so the ranges run in parallel on Python threads. numba's parallel version of such a kernel costs a
-    second or more of compilation on first use, per kernel and objective, while a hand-off to a waiting thread
-    costs tens of microseconds, nothing next to such a call. The first range runs on the calling thread; ranges
-    must not write to the same memory.
+    ``cost`` is an array of the items' costs, or their number ``n`` when all cost the same. For work done once per
+    call over many independent items (queries, rows): ``work`` calls a ``nogil`` serial kernel on its range, so
+    the ranges run in parallel on Python threads. numba's parallel version of such a kernel costs a second or more
+    of compilation on first use, while a hand-off to a waiting thread costs tens of microseconds, nothing next to
+    such a call. Not for the rounds of a fit: there numba's OpenMP workers, spinning for a while after each
+    parallel region, take the cores the Python threads need (docs/design.md, Threading). The first range runs on
+    the calling thread; ranges must not write to the same memory.
     """
     if isinstance(cost, (int, np.integer)):
         n_items, cumulative = int(cost), None
+        total = n_items
     else:
         n_items, cumulative = len(cost), np.cumsum(cost, dtype=np.float64)
-    total = n_items if cumulative is None else cumulative[-1] if n_items else 0.0
+        total = cumulative[-1] if n_items else 0.0
     n_threads = min(numba.get_num_threads(), n_items)
     if n_threads <= 1 or total < min_cost:
         work(0, n_items)

@@ -257,6 +257,6 @@ def contributions_serial(X, feature, threshold, missing_left, left, right, value
                          max_depth, expected_value):
     """TreeSHAP values of all rows of ``X`` on the calling thread (no thread hand-off for a single query)."""
     out = np.empty((X.shape[0], X.shape[1] + 1))
-    explain_rows(X, 0, X.shape[0], feature, threshold, missing_left, left, right, value, count, tree_starts,
+    explain_rows(X, np.int64(0), X.shape[0], feature, threshold, missing_left, left, right, value, count, tree_starts,
                  tree_depth, max_depth, expected_value, out)
     return out

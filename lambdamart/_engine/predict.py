@@ -113,7 +113,7 @@ def score_rows(X, lo, hi, feature, threshold, missing_left, left, right, value, 
 def predict_serial(X, feature, threshold, missing_left, left, right, value, tree_starts):
     """Scores of all rows of ``X`` on the calling thread: no thread hand-off for a single query."""
     out = np.empty(X.shape[0])
-    score_rows(X, 0, X.shape[0], feature, threshold, missing_left, left, right, value, tree_starts, out)
+    score_rows(X, np.int64(0), X.shape[0], feature, threshold, missing_left, left, right, value, tree_starts, out)
     return out
 
 

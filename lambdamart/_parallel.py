@@ -1,9 +1,10 @@
 """Thread counts, the lock that keeps unsafe threading layers from aborting, and Python threads for one-off work.
 
 Every parallel kernel of a fit or predict runs inside :func:`parallel_region`, which sets numba's thread count for
-its duration (joblib's ``n_jobs`` convention) and restores it afterwards. Work done once per call (metrics, a large
-predict) runs a ``nogil`` serial kernel on ranges of its items on Python threads (:func:`split_over_threads`), as
-many as numba's current thread count: the caller's for the public metrics, which have no ``n_jobs``.
+its duration (joblib's ``n_jobs`` convention) and restores it afterwards. Work done once per call (binning, the
+metrics, a large predict) runs a ``nogil`` serial kernel on ranges of its items on Python threads
+(:func:`split_over_threads`), as many as numba's current thread count: the caller's for the public metrics, which
+have no ``n_jobs``.
 """
 
 import os

@@ -378,21 +378,20 @@ class LambdaMARTRanker(BaseEstimator):
 
         # Every parallel kernel of the fit runs inside this region, the objective's set-up included.
         with parallel_region(fit_threads(X.size, self.n_estimators, threads)):
-            region_threads = numba.get_num_threads()
             objective = make_objective(self.objective, queries, self.get_params(deep=False), rng)
             with _timed(profile, "binning"):
                 if state is None:
-                    thresholds, threshold_offsets = self._bin_thresholds(X, train_rows, rng, region_threads)
+                    thresholds, threshold_offsets = self._bin_thresholds(X, train_rows, rng)
                 else:
                     self._check_same_shape(state, X.shape[1], train_rows.shape[0])
                     thresholds, threshold_offsets = state.thresholds, state.threshold_offsets
                     objective.restore(state.objective)
                     rng.set_state(state.end_rng)
                 n_bins = np.diff(threshold_offsets) + 1
-                codes = bin_features(X, train_rows, thresholds, threshold_offsets, region_threads)
+                codes = bin_features(X, train_rows, thresholds, threshold_offsets, split_over_threads)
             with _timed(profile, "validation"):
                 valid = [_EvalQueries(bin_features(X_v, np.arange(X_v.shape[0]), thresholds, threshold_offsets,
-                                                   region_threads),
+                                                   split_over_threads),
                                       gains_v, offsets_v, np.zeros(X_v.shape[0]))
                          for X_v, gains_v, offsets_v in eval_sets]
             digest = ""
@@ -491,13 +490,13 @@ class LambdaMARTRanker(BaseEstimator):
             raise ValueError(f"{where}: {e}") from None
         return groups.take(X), label_gains(groups.take(y), self.gain, f"{where} y"), groups.offsets
 
-    def _bin_thresholds(self, X, train_rows, rng, n_threads):
+    def _bin_thresholds(self, X, train_rows, rng):
         sample = train_rows
         if train_rows.shape[0] > _BINNING_SUBSAMPLE:
             sample = train_rows[np.sort(rng.choice(train_rows.shape[0], _BINNING_SUBSAMPLE, replace=False))]
         elif train_rows.shape[0] == X.shape[0]:
             sample = None  # every row, in query order: the thresholds do not depend on the order, so no gather
-        return find_thresholds(X, self.max_bins, sample, n_threads)
+        return find_thresholds(X, self.max_bins, sample, split_over_threads)
 
     def _growth_params(self):
         """The tree-growth parameters, as the numba grower takes them."""

@@ -2,6 +2,7 @@
 prediction, with a brute-force best-first tree written over raw sorted values as the reference. Growing a tree step
 by step through the grower's parts is in test_engine_steps.py."""
 
+import numba
 import numpy as np
 import pytest
 from helpers import reference_predict
@@ -12,7 +13,7 @@ from lambdamart._engine.grower import GrowthParams, add_leaf_values, grow_tree, 
 from lambdamart._engine.histogram import SPARSE_SHARE, build_block, make_layout, new_histograms, subtract_feature
 from lambdamart._engine.predict import add_tree_binned, predict_serial, score_rows
 from lambdamart._engine.tree import concatenate_trees, make_tree
-from lambdamart._parallel import split_over_threads
+from lambdamart._parallel import parallel_region, split_over_threads
 
 # ---------------------------------------------------------------- helpers
 
@@ -791,8 +792,10 @@ def test_binning_on_threads_equals_one_thread(monkeypatch):
     t1, o1 = find_thresholds(X, 64, rows)
     c1 = bin_features(X, _all_rows(X), t1, o1)
     monkeypatch.setattr(binning, "_THREADED_VALUES", 0)
-    for n_threads in (2, 3, 20):
-        t2, o2 = find_thresholds(X, 64, rows, n_threads=n_threads)
+    for n_threads in (1, 2, numba.config.NUMBA_NUM_THREADS):
+        with parallel_region(n_threads):
+            t2, o2 = find_thresholds(X, 64, rows, split_over_threads)
+            codes = bin_features(X, _all_rows(X), t1, o1, split_over_threads)
         np.testing.assert_array_equal(t2, t1)
         np.testing.assert_array_equal(o2, o1)
-        np.testing.assert_array_equal(bin_features(X, _all_rows(X), t1, o1, n_threads=n_threads), c1)
+        np.testing.assert_array_equal(codes, c1)

@@ -6,8 +6,6 @@ thresholds below it, so ``x <= thresholds[b]`` exactly when its bin is ``<= b``.
 (its own bin, right after the value bins); ±inf fall in the extreme value bins.
 """
 
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 from numba import njit
 
@@ -19,25 +17,22 @@ MIN_SAMPLES_PER_BIN = 3
 _THREADED_VALUES = 2_000_000
 
 
-def _by_feature_ranges(work, n_features, n_values, n_threads):
-    """Run ``work(f0, f1)`` over contiguous feature ranges: on Python threads when there are several and at least
-    ``_THREADED_VALUES`` values, else in one call.
+def _by_feature_ranges(work, n_features, n_values, split):
+    """Run ``work(f0, f1)`` over all features: through ``split`` from ``_THREADED_VALUES`` values, else in one call.
 
-    Each range's work is numpy's sort or a ``nogil`` kernel, so the threads run in parallel; and per-feature work
-    gives the same result for any split. Python threads rather than numba's: binning runs once per fit, and a
-    parallel kernel would cost a second or more of compilation on first use.
+    ``split(work, n_features)`` shares contiguous feature ranges among threads (``_parallel.split_over_threads``,
+    handed in by the caller: the engine imports nothing from the package). Each range's work is numpy's sort or a
+    ``nogil`` kernel, so the threads run in parallel, and per-feature work gives the same result for any ranges.
+    Python threads rather than numba's: binning runs once per fit, and a parallel kernel would cost a second or
+    more of compilation on first use.
     """
-    n_threads = min(n_threads, n_features)
-    if n_threads <= 1 or n_values < _THREADED_VALUES:
+    if split is None or n_values < _THREADED_VALUES:
         work(0, n_features)
-        return
-    cuts = np.linspace(0, n_features, n_threads + 1).astype(np.int64)
-    with ThreadPoolExecutor(n_threads) as pool:
-        for done in [pool.submit(work, cuts[k], cuts[k + 1]) for k in range(n_threads)]:
-            done.result()
+    else:
+        split(work, n_features)
 
 
-def find_thresholds(X, max_bins=MAX_BINS, rows=None, n_threads=1):
+def find_thresholds(X, max_bins=MAX_BINS, rows=None, split=None):
     """Bin thresholds per feature from quantiles of a row subsample.
 
     With at most ``max_bins`` distinct values, thresholds are the midpoints between consecutive distinct values,
@@ -51,8 +46,9 @@ def find_thresholds(X, max_bins=MAX_BINS, rows=None, n_threads=1):
         Maximum number of value bins per feature (≤ 255; the missing bin comes on top).
     rows : ndarray of int or None
         The rows used to place the thresholds (a subsample); None for all.
-    n_threads : int
-        Threads that may share the features (from ``_THREADED_VALUES`` values).
+    split : callable or None
+        ``split(work, n_features)`` that shares feature ranges among threads (``_parallel.split_over_threads``),
+        used from ``_THREADED_VALUES`` values; None for one thread.
 
     Returns
     -------
@@ -71,7 +67,7 @@ def find_thresholds(X, max_bins=MAX_BINS, rows=None, n_threads=1):
     def place(f0, f1):
         ordered[:, f0:f1].sort(axis=0)
         _thresholds_per_feature(ordered, max_bins, f0, f1, table, counts)
-    _by_feature_ranges(place, X.shape[1], ordered.size, n_threads)
+    _by_feature_ranges(place, X.shape[1], ordered.size, split)
     threshold_offsets = np.zeros(X.shape[1] + 1, dtype=np.int64)
     np.cumsum(counts, out=threshold_offsets[1:])
     return table[np.arange(table.shape[1]) < counts[:, None]], threshold_offsets
@@ -134,9 +130,9 @@ def _feature_thresholds(values, max_bins, out):
     return n_out
 
 
-def bin_features(X, rows, thresholds, threshold_offsets, n_threads=1):
-    """Bin codes of the rows ``rows`` of ``X``, shape (n_features, len(rows)) uint8, feature-major; ``n_threads``
-    threads may share the features (from ``_THREADED_VALUES`` values)."""
+def bin_features(X, rows, thresholds, threshold_offsets, split=None):
+    """Bin codes of the rows ``rows`` of ``X``, shape (n_features, len(rows)) uint8, feature-major; ``split``
+    shares the features among threads as in :func:`find_thresholds`."""
     n_features = threshold_offsets.shape[0] - 1
     # Each feature's thresholds padded with +inf to a fixed 255 entries, for a branch-free 8-step search.
     padded = np.full((n_features, MAX_BINS), np.inf)
@@ -144,7 +140,7 @@ def bin_features(X, rows, thresholds, threshold_offsets, n_threads=1):
     padded[np.arange(MAX_BINS) < counts[:, None]] = thresholds
     codes = np.empty((n_features, rows.shape[0]), dtype=np.uint8)
     _by_feature_ranges(lambda f0, f1: _bin_rows(X, rows, padded, counts, f0, f1, codes), n_features,
-                       rows.shape[0] * n_features, n_threads)
+                       rows.shape[0] * n_features, split)
     return codes
 
 

@@ -166,11 +166,12 @@ def grow_tree(codes, n_bins, layout, features, grad, hess, rows, params, workspa
     max_leaf_nodes, max_depth, min_samples_leaf = params.max_leaf_nodes, params.max_depth, params.min_samples_leaf
     n_rows = rows.shape[0]
     max_nodes = 2 * max_leaf_nodes - 1
-    feature = np.full(max_nodes, -1, dtype=np.int32)
+    # Filled by loops rather than np.full: each np.full dtype is library code of its own to compile on first use.
+    feature = np.empty(max_nodes, dtype=np.int32)
     split_bin = np.zeros(max_nodes, dtype=np.int32)
     missing_left = np.zeros(max_nodes, dtype=np.bool_)
-    left = np.full(max_nodes, -1, dtype=np.int32)
-    right = np.full(max_nodes, -1, dtype=np.int32)
+    left = np.empty(max_nodes, dtype=np.int32)
+    right = np.empty(max_nodes, dtype=np.int32)
     value = np.zeros(max_nodes)
     gain = np.zeros(max_nodes)
     count = np.zeros(max_nodes, dtype=np.int64)
@@ -181,7 +182,10 @@ def grow_tree(codes, n_bins, layout, features, grad, hess, rows, params, workspa
     sum_grad = np.zeros(max_nodes)
     sum_hess = np.zeros(max_nodes)
     # The best split found for each leaf, waiting to be taken.
-    cand_gain = np.full(max_nodes, -np.inf)
+    cand_gain = np.empty(max_nodes)
+    for i in range(max_nodes):
+        feature[i] = left[i] = right[i] = -1
+        cand_gain[i] = -np.inf
     cand_feature = np.zeros(max_nodes, dtype=np.int64)
     cand_bin = np.zeros(max_nodes, dtype=np.int64)
     cand_missing_left = np.zeros(max_nodes, dtype=np.bool_)

@@ -40,6 +40,7 @@ _FULL_WARMUP_VALUES = 2_000_000
 class WorkerError(RuntimeError):
     pass
 
+
 def run_job(job, workdir):
     """Run one worker process on ``job`` and return its result dict; raises WorkerError with its stderr."""
     tag = f"{job['mode']}-{job['library']}-{job.get('tag', '')}"
@@ -80,9 +81,9 @@ def work_warmup(job, data):
     # small fit's thread use depends on its rounds as well (lambdamart's fits on a few hundred thousand values
     # take threads only for many rounds). All the timed fit's rounds where that is cheap, else one.
     rounds = job["settings"]["rounds"] if data["X_train"].size < _FULL_WARMUP_VALUES else 1
-    one_round = lib.make({**job["settings"], "rounds": rounds})
-    lib.fit(one_round, data["X_train"], data["y_train"], data["qid_train"])
-    for model in (tiny, one_round):  # different tree counts: both the serial and the threaded predict path
+    full = lib.make({**job["settings"], "rounds": rounds})
+    lib.fit(full, data["X_train"], data["y_train"], data["qid_train"])
+    for model in (tiny, full):  # different tree counts: both the serial and the threaded predict path
         model.predict(data["X_test"])
         model.predict(_serving_batches(data["X_test"], n_calls=1)[0])
     return {"numba": _numba_state()}

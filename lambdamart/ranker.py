@@ -814,9 +814,13 @@ def _predict_trees(trees, X, n_jobs):
             trees["value"], trees["tree_starts"])
     if X.shape[0] * max(trees["tree_starts"].shape[0], 1) <= _SERIAL_PREDICT_WORK:
         return predict_serial(X, *args)
-    out = np.empty(X.shape[0])
+    return _rows_on_threads(score_rows, X, args, np.empty(X.shape[0]), n_jobs)
+
+
+def _rows_on_threads(kernel, X, args, out, n_jobs):
+    """``kernel(X, lo, hi, *args, out)`` over ranges of the rows of ``X`` on ``n_jobs`` threads; returns ``out``."""
     with parallel_region(n_jobs):
-        split_over_threads(lambda lo, hi: score_rows(X, lo, hi, *args, out), X.shape[0])
+        split_over_threads(lambda lo, hi: kernel(X, lo, hi, *args, out), X.shape[0])
     return out
 
 
@@ -833,10 +837,7 @@ def _contributions_of_trees(trees, X, n_jobs):
             count, trees["tree_starts"], tree_depth, np.int64(tree_depth.max(initial=0)), float(expected.sum()))
     if X.shape[0] * max(int(np.count_nonzero(left < 0)), 1) <= _SERIAL_CONTRIBUTIONS_WORK:
         return contributions_serial(X, *args)
-    out = np.empty((X.shape[0], X.shape[1] + 1))
-    with parallel_region(n_jobs):
-        split_over_threads(lambda lo, hi: explain_rows(X, lo, hi, *args, out), X.shape[0])
-    return out
+    return _rows_on_threads(explain_rows, X, args, np.empty((X.shape[0], X.shape[1] + 1)), n_jobs)
 
 
 def _initial_model(init_model, state):

@@ -240,7 +240,7 @@ def _from_document(doc, cls):
                                               "fitted.validation_score_")
     if "position_bias_" in fitted:
         ranker.position_bias_ = _decode_position_bias(fitted["position_bias_"])
-    ranker._trees = arrays
+    ranker._set_trees(arrays)
     return ranker
 
 

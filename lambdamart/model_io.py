@@ -125,7 +125,7 @@ def import_model(source) -> LambdaMARTRanker:
     ranker.best_iteration_ = None
     ranker.train_score_ = np.zeros(0)
     ranker.validation_score_ = np.zeros(0)
-    ranker._trees = trees
+    ranker._set_trees(trees)
     return ranker
 
 

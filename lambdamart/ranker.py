@@ -29,7 +29,7 @@ from ._engine.binning import MAX_BINS, bin_features, find_thresholds
 from ._engine.contributions import contributions_serial, explain_rows, tree_summaries
 from ._engine.grower import GrowthParams, add_leaf_values, grow_tree, make_workspace
 from ._engine.histogram import make_layout
-from ._engine.predict import add_tree_binned, predict_serial, score_rows
+from ._engine.predict import add_tree_binned, predict_serial, score_rows, walk_layout
 from ._engine.tree import concatenate_trees, make_tree, split_trees
 from ._files import write_atomically
 from ._gains import label_gains
@@ -304,7 +304,9 @@ class LambdaMARTRanker(BaseEstimator):
         return tags
 
     def __getstate__(self):
-        state = super().__getstate__()
+        # A copy: on Python 3.11+ the state scikit-learn hands on is the instance's own __dict__.
+        state = dict(super().__getstate__())
+        state.pop("_walk", None)  # derived again from the trees when unpickled
         state["_lambdamart_version"] = __version__
         return state
 
@@ -314,6 +316,8 @@ class LambdaMARTRanker(BaseEstimator):
         if version != __version__:
             warnings.warn(InconsistentVersionWarning(type(self).__name__, version, __version__), stacklevel=2)
         super().__setstate__(state)
+        if "_trees" in state:
+            self._set_trees(state["_trees"])
 
     # ------------------------------------------------------------------ fit
 
@@ -559,7 +563,7 @@ class LambdaMARTRanker(BaseEstimator):
         trees = [make_tree(t, state.thresholds, state.threshold_offsets) for t in rounds.finish(state.trees)]
         if state.init_trees is not None:
             trees = split_trees(state.init_trees) + trees
-        self._trees = concatenate_trees(trees)
+        self._set_trees(concatenate_trees(trees))
         self.n_estimators_ = len(trees)
         self.n_features_in_ = state.n_features
         if state.feature_names is not None:
@@ -661,7 +665,19 @@ class LambdaMARTRanker(BaseEstimator):
         ndarray of float64, shape (n_samples,)
         """
         check_is_fitted(self, "_trees")
-        return _predict_trees(self._trees, check_X(self, X, reset=False, ensure_min_samples=0), self.n_jobs)
+        cached = self.__dict__.get("_walk")
+        # The layout derived with the trees (see _set_trees), unless the trees were replaced some other way.
+        walk = cached[1] if cached is not None and cached[0] is self._trees else None
+        return _predict_trees(self._trees, check_X(self, X, reset=False, ensure_min_samples=0), self.n_jobs, walk)
+
+    def _set_trees(self, trees):
+        """Make the flat ensemble ``trees`` the model, with the layout predict walks.
+
+        Derived once, here: a query scored in ~130 µs should not pay for it again, and predict must not change the
+        estimator.
+        """
+        self._trees = trees
+        self._walk = (trees, _walk_layout_of(trees))
 
     def predict_contributions(self, X: ArrayLike) -> np.ndarray:
         """Each feature's contribution to each row's score (SHAP values), plus the expected score in the last column.
@@ -808,10 +824,19 @@ class LambdaMARTRanker(BaseEstimator):
 
 
 
-def _predict_trees(trees, X, n_jobs):
-    """The scores of the flat ensemble ``trees`` for the rows of a checked ``X``."""
-    args = (trees["feature"], trees["threshold"], trees["missing_left"], trees["left"], trees["right"],
-            trees["value"], trees["tree_starts"])
+def _walk_layout_of(trees):
+    """The :class:`~._engine.predict.WalkLayout` of the flat ensemble ``trees``."""
+    return walk_layout(trees["feature"], trees["missing_left"], trees["left"], trees["right"], trees["tree_starts"])
+
+
+def _predict_trees(trees, X, n_jobs, walk=None):
+    """The scores of the flat ensemble ``trees`` for the rows of a checked ``X``.
+
+    ``walk`` is its :func:`_walk_layout_of` if the caller keeps it.
+    """
+    if walk is None:
+        walk = _walk_layout_of(trees)
+    args = (*walk, trees["threshold"], trees["value"], trees["tree_starts"])
     if X.shape[0] * max(trees["tree_starts"].shape[0], 1) <= _SERIAL_PREDICT_WORK:
         return predict_serial(X, *args)
     return _rows_on_threads(score_rows, X, args, np.empty(X.shape[0]), n_jobs)

@@ -89,6 +89,21 @@ def test_pickle_and_joblib_round_trip(model, data):
     assert pickle.loads(pickle.dumps(LambdaMARTRanker(learning_rate=0.2))).learning_rate == 0.2
 
 
+def test_pickling_leaves_the_estimator_alone_and_rederives_the_walk_layout(model, data):
+    X, _, _ = data
+    before = dict(vars(model))
+    assert before["_walk"][0] is model._trees  # derived with the trees
+    state = model.__getstate__()
+    assert vars(model).keys() == before.keys() and all(vars(model)[k] is before[k] for k in before)
+    assert "_walk" not in state  # not stored: derived again on unpickling
+    again = pickle.loads(pickle.dumps(model))
+    assert again._walk[0] is again._trees
+    np.testing.assert_array_equal(again.predict(X), model.predict(X))
+    # Trees replaced without _set_trees are walked as they are, not through the stale layout.
+    again._trees = {**again._trees, "value": again._trees["value"] * 2}
+    np.testing.assert_array_equal(again.predict(X), 2 * model.predict(X))
+
+
 def test_pickle_records_the_version_and_warns_on_mismatch(model, data, monkeypatch):
     X, _, _ = data
     state = model.__getstate__()

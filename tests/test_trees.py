@@ -11,7 +11,7 @@ from lambdamart._engine import predict as predict_module
 from lambdamart._engine.binning import MIN_SAMPLES_PER_BIN, bin_features, find_thresholds
 from lambdamart._engine.grower import GrowthParams, add_leaf_values, grow_tree, make_workspace
 from lambdamart._engine.histogram import SPARSE_SHARE, build_block, make_layout, new_histograms, subtract_feature
-from lambdamart._engine.predict import add_tree_binned, predict_serial, score_rows
+from lambdamart._engine.predict import add_tree_binned, predict_serial, score_rows, walk_layout
 from lambdamart._engine.tree import concatenate_trees, make_tree
 from lambdamart._parallel import parallel_region, split_over_threads
 
@@ -23,6 +23,13 @@ def predict_on_threads(X, *args):
     out = np.empty(X.shape[0])
     split_over_threads(lambda lo, hi: score_rows(X, lo, hi, *args, out), X.shape[0])
     return out
+
+
+def walk_args(ens):
+    """The arguments after ``X`` of ``predict_serial`` (and after ``X, lo, hi`` of ``score_rows``) for the flat
+    ensemble ``ens``."""
+    walk = walk_layout(ens["feature"], ens["missing_left"], ens["left"], ens["right"], ens["tree_starts"])
+    return (*walk, ens["threshold"], ens["value"], ens["tree_starts"])
 
 
 def _all_rows(X):
@@ -75,8 +82,7 @@ def node_depths(left, right):
 
 def predict_one_tree(tree, X):
     ens = concatenate_trees([tree])
-    return predict_serial(X, ens["feature"], ens["threshold"], ens["missing_left"], ens["left"], ens["right"],
-                          ens["value"], ens["tree_starts"])
+    return predict_serial(X, *walk_args(ens))
 
 
 def repeated_values_data(seed, n_features=4, n_distinct=60, repeat=5):
@@ -704,8 +710,7 @@ def test_predict_serial_parallel_and_binned_agree(binned_threads, monkeypatch):
         trees.append(make_tree(out, thresholds, offsets))
         add_tree_binned(test_codes, n_bins, out, np.arange(X_test.shape[0], dtype=np.int64), binned_scores)
     ens = concatenate_trees(trees)
-    args = (ens["feature"], ens["threshold"], ens["missing_left"], ens["left"], ens["right"], ens["value"],
-            ens["tree_starts"])
+    args = walk_args(ens)
     serial = predict_serial(X_test, *args)
     parallel = predict_on_threads(X_test, *args)
     np.testing.assert_array_equal(serial, parallel)
@@ -744,9 +749,9 @@ def _random_tree(rng, n_features, n_leaves, values):
 
 @pytest.mark.parametrize("seed", range(3))
 def test_predict_rows_walked_together_match_one_row_at_a_time(seed):
-    # predict walks eight rows down a tree in lock-step (rows at a leaf wait there) and pads the last group of a
-    # block with copies of its last row: row counts around multiples of 8 and of the 64-row block, trees from a
-    # single leaf to long chains, NaN, ±inf and values exactly on thresholds.
+    # predict walks a block of 64 rows down a tree level by level, to the tree's depth (rows at a leaf stay there):
+    # row counts around multiples of 8 and of the block, trees from a single leaf to long chains, NaN, ±inf and
+    # values exactly on thresholds.
     rng = np.random.default_rng(seed)
     n_features = 6
     values = np.concatenate([rng.normal(size=12), [0.0, np.inf, -np.inf, 1e300]])
@@ -756,8 +761,7 @@ def test_predict_rows_walked_together_match_one_row_at_a_time(seed):
     X[cells < 0.15] = rng.choice(values, size=int((cells < 0.15).sum()))
     X[(cells >= 0.15) & (cells < 0.25)] = np.nan
     for ens in (concatenate_trees(trees), concatenate_trees(trees[:1]), concatenate_trees([])):
-        args = (ens["feature"], ens["threshold"], ens["missing_left"], ens["left"], ens["right"], ens["value"],
-                ens["tree_starts"])
+        args = walk_args(ens)
         for n in (0, 1, 7, 8, 9, 63, 64, 65, 100, 200):
             for dtype in (np.float64, np.float32):
                 with np.errstate(over="ignore"):  # 1e300 becomes inf in float32
@@ -775,8 +779,7 @@ def test_concatenate_trees_layout():
     np.testing.assert_array_equal(ens["tree_starts"], [0, a["feature"].size])
     n_a = a["feature"].size
     np.testing.assert_array_equal(ens["left"][n_a:], np.where(b["left"] >= 0, b["left"] + n_a, -1))
-    both = predict_serial(X, ens["feature"], ens["threshold"], ens["missing_left"], ens["left"], ens["right"],
-                          ens["value"], ens["tree_starts"])
+    both = predict_serial(X, *walk_args(ens))
     np.testing.assert_array_equal(both, predict_one_tree(a, X) + predict_one_tree(b, X))
 
 
@@ -799,3 +802,24 @@ def test_binning_on_threads_equals_one_thread(monkeypatch):
         np.testing.assert_array_equal(t2, t1)
         np.testing.assert_array_equal(o2, o1)
         np.testing.assert_array_equal(codes, c1)
+
+
+def test_predict_does_not_depend_on_node_order():
+    """Imported models need not number a child after its parent: the walk's depth per tree is found either way."""
+    rng = np.random.default_rng(5)
+    values = rng.normal(size=10)
+    trees = [_random_tree(rng, 4, n_leaves, values) for n_leaves in (1, 9, 30)]
+    X = rng.normal(size=(150, 4))
+    X[rng.random(X.shape) < 0.1] = np.nan
+    shuffled = []
+    for tree in trees:
+        n = tree["feature"].shape[0]
+        new_index = np.concatenate([[0], 1 + rng.permutation(n - 1)])  # the root stays first
+        old_index = np.argsort(new_index)
+        moved = {name: column[old_index] for name, column in tree.items()}
+        for name in ("left", "right"):
+            moved[name] = np.where(moved[name] >= 0, new_index[np.maximum(moved[name], 0)], -1).astype(np.int32)
+        shuffled.append(moved)
+    assert any(np.any((t["left"] >= 0) & (t["left"] < np.arange(t["left"].shape[0]))) for t in shuffled)
+    expected = reference_predict(concatenate_trees(trees), X)
+    np.testing.assert_array_equal(predict_serial(X, *walk_args(concatenate_trees(shuffled))), expected)

@@ -595,7 +595,7 @@ class LambdaMARTRanker(BaseEstimator):
         n_tree_features = max(1, int(round(self.max_features * n_features)))
         n_tree_queries = max(1, int(round(self.subsample * n_queries)))
         params = self._growth_params()
-        workspace = make_workspace(n_rows, layout.total_bins, self.max_leaf_nodes)
+        workspace = make_workspace(n_rows, layout.total_bins, self.max_leaf_nodes, n_features)
         parallel_work = node_parallel_work()
 
         valid_rows = [np.arange(v.scores.shape[0], dtype=np.int64) for v in valid]

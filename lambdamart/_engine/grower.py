@@ -54,12 +54,14 @@ class Workspace(NamedTuple):
     ordered_grad: np.ndarray  # λ and w of the rows in node order
     ordered_hess: np.ndarray
     partition_buffer: np.ndarray
+    splits: FeatureSplits  # the best split per feature of the two children being searched (0: smaller, 1: larger)
 
 
-def make_workspace(n_rows, total_bins, max_leaf_nodes):
-    """Scratch buffers for :func:`grow_tree` on up to ``n_rows`` rows and trees of ``max_leaf_nodes`` leaves."""
+def make_workspace(n_rows, total_bins, max_leaf_nodes, n_features):
+    """Scratch buffers for :func:`grow_tree` on up to ``n_rows`` rows of ``n_features`` features and trees of
+    ``max_leaf_nodes`` leaves."""
     return Workspace(new_histograms(max_leaf_nodes, total_bins), np.empty(n_rows), np.empty(n_rows),
-                     np.empty(n_rows, dtype=np.int64))
+                     np.empty(n_rows, dtype=np.int64), new_feature_splits(2, n_features))
 
 
 # ----------------------------------------------------------------------------------------------- the steps
@@ -120,10 +122,14 @@ def node_histogram(codes, layout, rows, ordered_grad, ordered_hess, sum_grad, su
         build_block(codes, layout, np.int64(k), rows, ordered_grad, ordered_hess, sum_grad, sum_hess, count, hist)
 
 
-@njit(cache=True)
 def find_node_split(hist, n_bins, bin_offsets, features, sum_grad, sum_hess, count, params):
     """The best :class:`~.split.Split` of a node from its histogram, over the sorted ``features``."""
-    splits = new_feature_splits(1, n_bins.shape[0])
+    return _best_node_split(hist, n_bins, bin_offsets, features, sum_grad, sum_hess, count, params,
+                            new_feature_splits(1, n_bins.shape[0]))
+
+
+@njit(cache=True)
+def _best_node_split(hist, n_bins, bin_offsets, features, sum_grad, sum_hess, count, params, splits):
     node = np.int64(0)
     for f in features:
         store_feature_split(splits, node, f, hist, bin_offsets[f], n_bins[f], sum_grad, sum_hess, count,
@@ -196,8 +202,9 @@ def grow_tree(codes, n_bins, layout, features, grad, hess, rows, params, workspa
     ordered_grad, ordered_hess = workspace.ordered_grad, workspace.ordered_hess
     # Totals (Σλ, Σw, count) of the two children being searched: the smaller one first.
     sums = np.empty((2, 3))
-    # Best split per feature of the two children (0: smaller, 1: larger), filled for the features this tree may use.
-    splits = new_feature_splits(2, n_bins.shape[0])
+    # Best split per feature of the two children, filled for the features this tree may use (entries left from an
+    # earlier tree are never read: a child's are all written before best_of reads them).
+    splits = workspace.splits
     # Per workspace histogram slot, the features its leaf may still split on (see _split_block).
     # Loops, not fancy indexing or 2-D slice assignment: those cost over a second of compilation here.
     usable = np.zeros((max_leaf_nodes, n_bins.shape[0]), dtype=np.bool_)

@@ -47,36 +47,26 @@ class WalkLayout(NamedTuple):
     depth: np.ndarray  # int64 per tree: its deepest leaf's depth
 
 
-@njit(cache=True)
 def walk_layout(feature, missing_left, left, right, tree_starts):
-    """The :class:`WalkLayout` of flat ensemble arrays (``lambdamart._engine.tree``)."""
+    """The :class:`WalkLayout` of flat ensemble arrays (``lambdamart._engine.tree``).
+
+    numpy, not a kernel: it runs once per model, and a kernel cost half a second of compilation on first use.
+    """
     n_nodes = feature.shape[0]
-    walk_feature = np.zeros(n_nodes, dtype=np.int32)
-    missing_right = np.zeros(n_nodes, dtype=np.bool_)
-    walk_left = np.empty(n_nodes, dtype=np.int32)
-    walk_right = np.empty(n_nodes, dtype=np.int32)
-    for i in range(n_nodes):
-        if left[i] < 0:
-            walk_left[i] = walk_right[i] = i
-        else:
-            walk_feature[i], missing_right[i] = feature[i], not missing_left[i]
-            walk_left[i], walk_right[i] = left[i], right[i]
-    # Depth by a walk from each root (children need not come after their parent in imported models).
-    depth = np.zeros(tree_starts.shape[0], dtype=np.int64)
-    pending = np.empty(n_nodes + 1, dtype=np.int64)
-    level = np.empty(n_nodes + 1, dtype=np.int64)
-    for t in range(tree_starts.shape[0]):
-        pending[0], level[0] = tree_starts[t], 0
-        top = 1
-        while top > 0:
-            top -= 1
-            node, d = pending[top], level[top]
-            depth[t] = max(depth[t], d)
-            if left[node] >= 0:
-                pending[top], pending[top + 1] = left[node], right[node]
-                level[top] = level[top + 1] = d + 1
-                top += 2
-    return WalkLayout(walk_feature, missing_right, walk_left, walk_right, depth)
+    leaf = left < 0
+    own = np.arange(n_nodes, dtype=np.int32)
+    # Depths level by level from the roots, whatever the order of the nodes.
+    node_depth = np.zeros(n_nodes, dtype=np.int64)
+    level, d = np.asarray(tree_starts, dtype=np.int64), 0
+    while level.shape[0]:
+        if d > n_nodes:
+            raise ValueError("the trees' child indices form a cycle; a model's trees must be trees.")
+        node_depth[level] = d
+        splits = level[~leaf[level]]
+        level, d = np.concatenate((left[splits], right[splits])).astype(np.int64), d + 1
+    depth = np.maximum.reduceat(node_depth, tree_starts) if n_nodes else np.zeros(0, dtype=np.int64)
+    return WalkLayout(np.where(leaf, 0, feature).astype(np.int32), ~missing_left & ~leaf,
+                      np.where(leaf, own, left).astype(np.int32), np.where(leaf, own, right).astype(np.int32), depth)
 
 
 @njit(cache=True, nogil=True)

@@ -120,16 +120,15 @@ class FeatureSplits(NamedTuple):
     left_count: np.ndarray
 
 
-@njit(cache=True)
 def new_feature_splits(n_nodes, n_features):
-    """Empty :class:`FeatureSplits` for ``n_nodes`` nodes (gains -inf: no split found yet)."""
+    """Empty :class:`FeatureSplits` for ``n_nodes`` nodes (gains -inf: no split found yet).
+
+    Made in Python and handed to the kernels: allocating these in a kernel compiled half a second of numba's array
+    code on first use.
+    """
     shape = (n_nodes, n_features)
-    gain = np.empty(shape)  # a loop, not np.full: less library code to compile on first use
-    for node in range(n_nodes):
-        for f in range(n_features):
-            gain[node, f] = -np.inf
-    return FeatureSplits(gain, np.zeros(shape, dtype=np.int64), np.zeros(shape, dtype=np.bool_), np.zeros(shape),
-                         np.zeros(shape), np.zeros(shape))
+    return FeatureSplits(np.full(shape, -np.inf), np.zeros(shape, dtype=np.int64), np.zeros(shape, dtype=np.bool_),
+                         np.zeros(shape), np.zeros(shape), np.zeros(shape))
 
 
 @njit(cache=True)

@@ -42,7 +42,7 @@ class WalkLayout(NamedTuple):
 
     feature: np.ndarray  # int32 per node: the split's feature; 0 at a leaf (read, then either way leads back)
     missing_right: np.ndarray  # bool per node: whether missing values go right (False at a leaf)
-    left: np.ndarray  # int32 per node: a leaf's own index at a leaf
+    left: np.ndarray  # int32 per node: the left child; at a leaf, the leaf itself
     right: np.ndarray
     depth: np.ndarray  # int64 per tree: its deepest leaf's depth
 

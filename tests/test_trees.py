@@ -750,8 +750,8 @@ def _random_tree(rng, n_features, n_leaves, values):
 @pytest.mark.parametrize("seed", range(3))
 def test_predict_rows_walked_together_match_one_row_at_a_time(seed):
     # predict walks a block of 64 rows down a tree level by level, to the tree's depth (rows at a leaf stay there):
-    # row counts around multiples of 8 and of the block, trees from a single leaf to long chains, NaN, ±inf and
-    # values exactly on thresholds.
+    # row counts around the block's size and multiples of it, trees from a single leaf to long chains, NaN, ±inf
+    # and values exactly on thresholds.
     rng = np.random.default_rng(seed)
     n_features = 6
     values = np.concatenate([rng.normal(size=12), [0.0, np.inf, -np.inf, 1e300]])

@@ -58,9 +58,10 @@ def _as_lightgbm(model):
 
 
 def _depths(trees):
-    from lambdamart._engine.contributions import tree_summaries
+    from lambdamart._engine.predict import walk_layout
 
-    depth, _ = tree_summaries(trees["left"], trees["right"], trees["value"], trees["count"], trees["tree_starts"])
+    depth = walk_layout(trees["feature"], trees["missing_left"], trees["left"], trees["right"],
+                        trees["tree_starts"]).depth
     return f"depth mean {depth.mean():.1f}, max {depth.max()}"
 
 

@@ -26,7 +26,7 @@ from . import _exchange, _model_format
 from ._checkpoint import Checkpoints, TrainingState, check_compatible, fingerprint, read_latest
 from ._compat import Interval, StrOptions, check_sample_weight, validate_params
 from ._engine.binning import MAX_BINS, bin_features, find_thresholds
-from ._engine.contributions import contributions_serial, explain_rows, tree_summaries
+from ._engine.contributions import contributions_serial, expected_values, explain_rows
 from ._engine.grower import GrowthParams, add_leaf_values, grow_tree, make_workspace
 from ._engine.histogram import make_layout
 from ._engine.predict import add_tree_binned, predict_serial, score_rows, walk_layout
@@ -665,10 +665,8 @@ class LambdaMARTRanker(BaseEstimator):
         ndarray of float64, shape (n_samples,)
         """
         check_is_fitted(self, "_trees")
-        cached = self.__dict__.get("_walk")
-        # The layout derived with the trees (see _set_trees), unless the trees were replaced some other way.
-        walk = cached[1] if cached is not None and cached[0] is self._trees else None
-        return _predict_trees(self._trees, check_X(self, X, reset=False, ensure_min_samples=0), self.n_jobs, walk)
+        return _predict_trees(self._trees, check_X(self, X, reset=False, ensure_min_samples=0), self.n_jobs,
+                              self._walk_layout())
 
     def _set_trees(self, trees):
         """Make the flat ensemble ``trees`` the model, with the layout predict walks.
@@ -678,6 +676,14 @@ class LambdaMARTRanker(BaseEstimator):
         """
         self._trees = trees
         self._walk = (trees, _walk_layout_of(trees))
+
+    def _walk_layout(self):
+        """The trees' walk layout for predict and the contributions.
+
+        The one derived with the trees (see :meth:`_set_trees`), or one derived now if they were replaced otherwise.
+        """
+        cached = self.__dict__.get("_walk")
+        return cached[1] if cached is not None and cached[0] is self._trees else _walk_layout_of(self._trees)
 
     def predict_contributions(self, X: ArrayLike) -> np.ndarray:
         """Each feature's contribution to each row's score (SHAP values), plus the expected score in the last column.
@@ -705,7 +711,7 @@ class LambdaMARTRanker(BaseEstimator):
         """
         check_is_fitted(self, "_trees")
         return _contributions_of_trees(self._trees, check_X(self, X, reset=False, ensure_min_samples=0),
-                                       self.n_jobs)
+                                       self.n_jobs, self._walk_layout().depth)
 
     def score(self, X: ArrayLike, y: ArrayLike, qid: ArrayLike | None = None,
               sample_weight: ArrayLike | None = None) -> float:
@@ -834,8 +840,7 @@ def _predict_trees(trees, X, n_jobs, walk=None):
 
     ``walk`` is its :func:`_walk_layout_of` if the caller keeps it.
     """
-    if walk is None:
-        walk = _walk_layout_of(trees)
+    walk = _walk_layout_of(trees) if walk is None else walk
     args = (*walk, trees["threshold"], trees["value"], trees["tree_starts"])
     if X.shape[0] * max(trees["tree_starts"].shape[0], 1) <= _SERIAL_PREDICT_WORK:
         return predict_serial(X, *args)
@@ -849,15 +854,18 @@ def _rows_on_threads(kernel, X, args, out, n_jobs):
     return out
 
 
-def _contributions_of_trees(trees, X, n_jobs):
-    """The TreeSHAP values (and expected score, last column) of the flat ensemble ``trees`` for a checked ``X``."""
+def _contributions_of_trees(trees, X, n_jobs, tree_depth):
+    """The TreeSHAP values (and expected score, last column) of the flat ensemble ``trees`` for a checked ``X``.
+
+    ``tree_depth`` is each tree's depth (the predict walk layout's).
+    """
     left, count = trees["left"], trees["count"]
     bad = np.flatnonzero((left >= 0) & (count <= 0))
     if bad.size:
         raise ValueError(f"predict_contributions weighs each split's branches by their training row counts (the "
                          f"trees' 'count'), but {bad.size} split(s) have count 0, e.g. node {bad[0]}. A model "
                          f"fitted by lambdamart always has them; give an imported model its node counts (cover).")
-    tree_depth, expected = tree_summaries(left, trees["right"], trees["value"], count, trees["tree_starts"])
+    expected = expected_values(left, trees["right"], trees["value"], count, trees["tree_starts"])
     args = (trees["feature"], trees["threshold"], trees["missing_left"], left, trees["right"], trees["value"],
             count, trees["tree_starts"], tree_depth, np.int64(tree_depth.max(initial=0)), float(expected.sum()))
     if X.shape[0] * max(int(np.count_nonzero(left < 0)), 1) <= _SERIAL_CONTRIBUTIONS_WORK:

@@ -24,36 +24,29 @@ _BLOCK = 64
 
 
 @njit(cache=True)
-def tree_summaries(left, right, value, count, tree_starts):
-    """Per tree: its depth (splits on the longest root-leaf path) and its expected value.
+def expected_values(left, right, value, count, tree_starts):
+    """Per tree, its expected value: the sum over leaves of the leaf value times the product, along its path, of
+    each child's share of its parent's cover (``count[child] / count[parent]``).
 
-    The expected value is the sum over leaves of the leaf value times the product, along its path, of each child's
-    share of its parent's cover (``count[child] / count[parent]``): the tree's value when no feature is known, which
-    with the contributions adds up to the row's leaf value. Nodes come after their parents, so one pass in node
-    order suffices. Every split must have ``count > 0``.
+    The tree's value when no feature is known, which with the contributions adds up to the row's leaf value. Nodes
+    come after their parents, so one pass in node order suffices. Every split must have ``count > 0``.
     """
     n_trees = tree_starts.shape[0]
     n_nodes = left.shape[0]
-    depth = np.zeros(n_trees, dtype=np.int64)
     expected = np.zeros(n_trees)
-    node_depth = np.zeros(n_nodes, dtype=np.int64)
     weight = np.zeros(n_nodes)
     for t in range(n_trees):
         start = tree_starts[t]
         stop = tree_starts[t + 1] if t + 1 < n_trees else n_nodes
-        node_depth[start] = 0
         weight[start] = 1.0
         for node in range(start, stop):
             if left[node] < 0:
                 expected[t] += weight[node] * value[node]
-                depth[t] = max(depth[t], node_depth[node])
                 continue
             share = weight[node] / count[node]
-            node_depth[left[node]] = node_depth[node] + 1
-            node_depth[right[node]] = node_depth[node] + 1
             weight[left[node]] = share * count[left[node]]
             weight[right[node]] = share * count[right[node]]
-    return depth, expected
+    return expected
 
 
 @njit(cache=True, inline="always")

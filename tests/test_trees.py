@@ -10,7 +10,14 @@ from helpers import reference_predict
 from lambdamart._engine import predict as predict_module
 from lambdamart._engine.binning import MIN_SAMPLES_PER_BIN, bin_features, find_thresholds
 from lambdamart._engine.grower import GrowthParams, add_leaf_values, grow_tree, make_workspace
-from lambdamart._engine.histogram import SPARSE_SHARE, build_block, make_layout, new_histograms, subtract_feature
+from lambdamart._engine.histogram import (
+    GROUP_FEATURES,
+    SPARSE_SHARE,
+    build_block,
+    make_layout,
+    new_histograms,
+    subtract_feature,
+)
 from lambdamart._engine.predict import add_tree_binned, predict_serial, score_rows, walk_layout
 from lambdamart._engine.tree import concatenate_trees, make_tree
 from lambdamart._parallel import parallel_region, split_over_threads
@@ -441,6 +448,34 @@ def test_histogram_subtraction_equals_direct_build():
     np.testing.assert_array_equal(parent[:, 2], sibling[:, 2])
 
 
+@pytest.mark.parametrize("n_blocks", [1, 3])
+def test_histogram_of_many_dense_features_equals_direct_build(n_blocks):
+    # More dense features than one row-major group holds (GROUP_FEATURES), beside sparse ones: blocks of several
+    # groups of different widths, and rows scattered over the training set.
+    rng = np.random.default_rng(11)
+    n = 1500
+    X = rng.normal(size=(n, GROUP_FEATURES * 2 + 9))
+    X[:, ::7] = np.where(rng.random((n, X[:, ::7].shape[1])) < 0.8, 0.0, X[:, ::7])  # sparse
+    X[rng.random(X.shape) < 0.05] = np.nan
+    _, offsets, codes, n_bins = binned(X, 16)
+    layout = make_layout(codes, n_bins, n_blocks)
+    widths = np.diff(layout.group_dense)
+    assert layout.dense_features.shape[0] > GROUP_FEATURES and np.all(widths <= GROUP_FEATURES) and np.all(widths > 0)
+    for k in range(layout.n_blocks):  # a block's groups hold dense features of that block only
+        dense = layout.dense_features
+        held = dense[layout.group_dense[layout.block_groups[k]]:layout.group_dense[layout.block_groups[k + 1]]]
+        f0, f1 = layout.block_features[k], layout.block_features[k + 1]
+        np.testing.assert_array_equal(held, dense[(dense >= f0) & (dense < f1)])
+    grad, hess = rng.normal(size=n), rng.uniform(0.1, 1.0, n)
+    rows = np.sort(rng.choice(n, 40, replace=False)).astype(np.int64)
+    hist = new_histograms(1, layout.total_bins)[0]
+    hist[:] = np.nan
+    build_histogram(codes, layout, rows, grad[rows], hess[rows], grad[rows].sum(), hess[rows].sum(), hist)
+    direct = _direct_histogram(codes, n_bins, layout.bin_offsets, rows, grad, hess)
+    np.testing.assert_array_equal(hist[:, 2:3], direct[:, 2:3])
+    np.testing.assert_allclose(hist[:, :2], direct[:, :2], rtol=0, atol=1e-12)
+
+
 def test_histogram_layout_does_not_change_the_sums():
     rng, (thresholds, offsets, codes, n_bins) = _histogram_data(6, n=2000)
     grad, hess = rng.normal(size=2000), rng.uniform(0.1, 1.0, 2000)
@@ -458,11 +493,15 @@ def test_histogram_layout_does_not_change_the_sums():
     # Every bin sums the node's rows in the same order whatever the blocks: bit-identical.
     for hist in hists[1:]:
         np.testing.assert_array_equal(hist, hists[0])
-    # Sparse: the concentrated features, and as many more as keep the dense ones in whole groups of four per block.
+    # Sparse: exactly the concentrated features. The dense ones are in row-major groups within their block.
     share = np.array([np.bincount(c).max() for c in codes]) / codes.shape[1]
-    listed = layout.mode_bin >= 0
-    assert np.all(listed[share >= SPARSE_SHARE]) and 0 <= listed.sum() - (share >= SPARSE_SHARE).sum() <= 3
-    assert np.all(np.diff(layout.block_dense) % 4 == 0)
+    np.testing.assert_array_equal(layout.mode_bin >= 0, share >= SPARSE_SHARE)
+    np.testing.assert_array_equal(layout.dense_features, np.flatnonzero(share < SPARSE_SHARE))
+    n_rows = codes.shape[1]
+    for q in range(layout.group_dense.shape[0] - 1):
+        a, b = layout.group_dense[q], layout.group_dense[q + 1]
+        group = layout.group_codes[a * n_rows:b * n_rows].reshape(n_rows, b - a)
+        np.testing.assert_array_equal(group, codes[layout.dense_features[a:b]].T)
 
 
 def test_tree_does_not_depend_on_the_histogram_blocks():

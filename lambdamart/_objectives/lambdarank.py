@@ -64,10 +64,12 @@ def _ndcg_pairs(n, s, label, gain, e, discount, inv_idcg, last_row, sigma, norma
 
     The common case, vectorised. Arrays are in rank order and padded to a multiple of 8; ``sums`` holds Σλ at 2k
     and Σw at 2k + 1 (one array of pairs rather than two arrays: fewer arrays the loop writes, fewer run-time
-    overlap checks LLVM puts before it), ``terms`` is scratch of the same shape. Every sum gets its terms in the
-    order of the plain double loop of ``_general_pairs``, without reassociation, so the results are the same bits.
+    overlap checks LLVM puts before it), ``terms`` is scratch of the same shape. The same terms as the plain
+    double loop of ``_general_pairs``; a document's sums over its lower-ranked partners are added in a different
+    order, so the two agree to rounding.
     """
     sum_lambdas = 0.0
+    n_docs = np.uint64(n)
     for i in range(last_row):
         row = np.uint64(i)
         s_i, label_i, gain_i, e_i, discount_i = s[i], label[i], gain[i], e[i], discount[i]
@@ -83,20 +85,35 @@ def _ndcg_pairs(n, s, label, gain, e, discount, inv_idcg, last_row, sigma, norma
             # e_low + e_high = e_i + e_j exactly; |Δs| needs no sign.
             rho = (e[j] if i_high else e_i) / (e_i + e[j])
             lam, w = _pair_lambda(delta_z, s_i - s[j], rho, sigma, normalize_pairs)
-            if j <= row or label_i == label[j]:
+            if j <= row or j >= n_docs or label_i == label[j]:
                 lam = 0.0
                 w = 0.0
             k = np.uint64(2) * j
             sums[k] += sign * lam
             sums[k + np.uint64(1)] += w
-            terms[k] = lam
+            terms[k] = sign * lam
             terms[k + np.uint64(1)] = w
-        # Row i's own terms, one by one in j order (after those it got as the lower-ranked document, as there).
-        lam_i, w_i = sums[2 * i], sums[2 * i + 1]
-        for j in range(i + 1, n):
-            lam_i -= terms[2 * j] if label_i > label[j] else -terms[2 * j]
-            w_i += terms[2 * j + 1]
-            sum_lambdas += 2.0 * terms[2 * j]
+        # Row i's own terms: four running sums each (one would make every addition wait for the one before; this
+        # loop took half the kernel's time), over whole groups of four (the masked terms add 0).
+        lam0, lam1, lam2, lam3 = sums[2 * i], 0.0, 0.0, 0.0
+        w0, w1, w2, w3 = sums[2 * i + 1], 0.0, 0.0, 0.0
+        abs0, abs1, abs2, abs3 = 0.0, 0.0, 0.0, 0.0
+        for j in range(np.uint64((i + 1) & -4), np.uint64(s.shape[0]), np.uint64(4)):
+            k = np.uint64(2) * j
+            lam0 -= terms[k]
+            lam1 -= terms[k + np.uint64(2)]
+            lam2 -= terms[k + np.uint64(4)]
+            lam3 -= terms[k + np.uint64(6)]
+            w0 += terms[k + np.uint64(1)]
+            w1 += terms[k + np.uint64(3)]
+            w2 += terms[k + np.uint64(5)]
+            w3 += terms[k + np.uint64(7)]
+            abs0 += abs(terms[k])
+            abs1 += abs(terms[k + np.uint64(2)])
+            abs2 += abs(terms[k + np.uint64(4)])
+            abs3 += abs(terms[k + np.uint64(6)])
+        lam_i, w_i = (lam0 + lam1) + (lam2 + lam3), (w0 + w1) + (w2 + w3)
+        sum_lambdas += 2.0 * ((abs0 + abs1) + (abs2 + abs3))
         sums[2 * i], sums[2 * i + 1] = lam_i, w_i
     return sum_lambdas
 

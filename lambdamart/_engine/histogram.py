@@ -52,7 +52,7 @@ _LIST_WORK = 12.0
 _SHARED_LISTS_ROWS = 50_000
 # Rows ahead of the current one whose codes are requested from memory.
 _PREFETCH_DISTANCE = 16
-# Bin indices in the sparse lists are relative to the block's first bin and stored as uint16.
+# Bin indices in the sparse lists are relative to their block's first sparse bin and stored as uint16.
 _MAX_BLOCK_BINS = 1 << 16
 # Rows sampled to find each feature's most frequent bin (any choice is correct; a good one saves work).
 _MODE_SAMPLE = 100_000

@@ -416,9 +416,11 @@ def build_histogram(codes, layout, rows, ordered_grad, ordered_hess, sum_grad, s
 def _direct_histogram(codes, n_bins, bin_offsets, rows, grad, hess):
     hist = np.zeros((bin_offsets[-1], 4))
     for f in range(codes.shape[0]):
-        np.add.at(hist[:, 0], bin_offsets[f] + codes[f][rows], grad[rows])
-        np.add.at(hist[:, 1], bin_offsets[f] + codes[f][rows], hess[rows])
-        np.add.at(hist[:, 2], bin_offsets[f] + codes[f][rows], 1.0)
+        # int64 codes: numpy 1.x would add an offset below 256 to uint8 codes in uint8, wrapping around.
+        where = bin_offsets[f] + codes[f][rows].astype(np.int64)
+        np.add.at(hist[:, 0], where, grad[rows])
+        np.add.at(hist[:, 1], where, hess[rows])
+        np.add.at(hist[:, 2], where, 1.0)
     return hist
 
 

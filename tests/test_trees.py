@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from helpers import reference_predict
 
+from lambdamart._engine import histogram
 from lambdamart._engine import predict as predict_module
 from lambdamart._engine.binning import MIN_SAMPLES_PER_BIN, bin_features, find_thresholds
 from lambdamart._engine.grower import GrowthParams, add_leaf_values, grow_tree, make_workspace
@@ -450,8 +451,10 @@ def test_histogram_subtraction_equals_direct_build():
     np.testing.assert_array_equal(parent[:, 2], sibling[:, 2])
 
 
+@pytest.mark.parametrize("shared_lists", [False, True])
 @pytest.mark.parametrize("n_blocks", [1, 3])
-def test_histogram_of_many_dense_features_equals_direct_build(n_blocks):
+def test_histogram_of_many_dense_features_equals_direct_build(n_blocks, shared_lists, monkeypatch):
+    monkeypatch.setattr(histogram, "_SHARED_LISTS_ROWS", 0 if shared_lists else 1 << 62)
     # More dense features than one row-major group holds (GROUP_FEATURES), beside sparse ones: blocks of several
     # groups of different widths, and rows scattered over the training set.
     rng = np.random.default_rng(11)
@@ -466,8 +469,8 @@ def test_histogram_of_many_dense_features_equals_direct_build(n_blocks):
     for k in range(layout.n_blocks):  # a block's groups hold dense features of that block only
         dense = layout.dense_features
         held = dense[layout.group_dense[layout.block_groups[k]]:layout.group_dense[layout.block_groups[k + 1]]]
-        f0, f1 = layout.block_features[k], layout.block_features[k + 1]
-        np.testing.assert_array_equal(held, dense[(dense >= f0) & (dense < f1)])
+        members = layout.block_members[layout.block_ptr[k]:layout.block_ptr[k + 1]]
+        np.testing.assert_array_equal(held, members[layout.mode_bin[members] < 0])
     grad, hess = rng.normal(size=n), rng.uniform(0.1, 1.0, n)
     rows = np.sort(rng.choice(n, 40, replace=False)).astype(np.int64)
     hist = new_histograms(1, layout.total_bins)[0]
@@ -478,16 +481,21 @@ def test_histogram_of_many_dense_features_equals_direct_build(n_blocks):
     np.testing.assert_allclose(hist[:, :2], direct[:, :2], rtol=0, atol=1e-12)
 
 
-def test_histogram_layout_does_not_change_the_sums():
+@pytest.mark.parametrize("shared_lists", [False, True])
+def test_histogram_layout_does_not_change_the_sums(shared_lists, monkeypatch):
+    monkeypatch.setattr(histogram, "_SHARED_LISTS_ROWS", 0 if shared_lists else 1 << 62)
     rng, (thresholds, offsets, codes, n_bins) = _histogram_data(6, n=2000)
     grad, hess = rng.normal(size=2000), rng.uniform(0.1, 1.0, 2000)
     rows = np.sort(rng.choice(2000, 1500, replace=False)).astype(np.int64)
     hists = []
     for n_blocks in (1, 2, 3, 7, 50):
         layout = make_layout(codes, n_bins, n_blocks)
-        block_features = layout.block_features
-        assert block_features[0] == 0 and block_features[-1] == codes.shape[0]
-        assert np.all(np.diff(block_features) > 0) and block_features.size - 1 <= n_blocks
+        # The blocks share out every feature once, none empty, no more blocks than asked for (bins permitting).
+        blocks = [layout.block_members[a:b] for a, b in zip(layout.block_ptr[:-1], layout.block_ptr[1:])]
+        np.testing.assert_array_equal(np.sort(layout.block_members), np.arange(codes.shape[0]))
+        assert all(block.size > 0 and np.all(np.diff(block) > 0) for block in blocks) and len(blocks) <= n_blocks
+        if shared_lists and n_blocks == 2:  # each block's lists cost per row: here they fit in one block
+            assert sum(np.any(layout.mode_bin[block] >= 0) for block in blocks) == 1
         hist = new_histograms(1, layout.total_bins)[0]
         hist[:] = np.nan
         build_histogram(codes, layout, rows, grad[rows], hess[rows], grad[rows].sum(), hess[rows].sum(), hist)
@@ -506,7 +514,9 @@ def test_histogram_layout_does_not_change_the_sums():
         np.testing.assert_array_equal(group, codes[layout.dense_features[a:b]].T)
 
 
-def test_tree_does_not_depend_on_the_histogram_blocks():
+@pytest.mark.parametrize("shared_lists", [False, True])
+def test_tree_does_not_depend_on_the_histogram_blocks(shared_lists, monkeypatch):
+    monkeypatch.setattr(histogram, "_SHARED_LISTS_ROWS", 0 if shared_lists else 1 << 62)
     rng, (thresholds, offsets, codes, n_bins) = _histogram_data(8, n=3000)
     grad, hess = rng.normal(size=3000), rng.uniform(0.1, 1.0, 3000)
     trees = [grow_binned(codes, n_bins, grad, hess, 12, min_samples_leaf=20, n_blocks=k)[0] for k in (1, 2, 5)]
@@ -515,16 +525,21 @@ def test_tree_does_not_depend_on_the_histogram_blocks():
             np.testing.assert_array_equal(a, b)
 
 
-def test_histogram_layout_blocks_respect_the_uint16_bin_range():
+@pytest.mark.parametrize("shared_lists", [False, True])
+def test_histogram_layout_blocks_respect_the_uint16_bin_range(shared_lists, monkeypatch):
+    monkeypatch.setattr(histogram, "_SHARED_LISTS_ROWS", 0 if shared_lists else 1 << 62)
     # 300 features of 255 value bins: more bins than a uint16 can index, so blocks must split them.
     rng = np.random.default_rng(7)
     codes = rng.integers(0, 256, size=(300, 500)).astype(np.uint8)
     codes[::2] = np.where(rng.random((150, 500)) < 0.9, 0, codes[::2])  # half of them sparse
     n_bins = np.full(300, 255, dtype=np.int64)
     layout = make_layout(codes, n_bins, 1)
-    bin_offsets, block_features = layout.bin_offsets, layout.block_features
-    assert block_features.size - 1 >= 2
-    assert np.all(bin_offsets[block_features[1:]] - bin_offsets[block_features[:-1]] <= 1 << 16)
+    bin_offsets = layout.bin_offsets
+    assert layout.n_blocks >= 2
+    for k in range(layout.n_blocks):
+        members = layout.block_members[layout.block_ptr[k]:layout.block_ptr[k + 1]]
+        listed = members[layout.mode_bin[members] >= 0]
+        assert listed.size == 0 or bin_offsets[listed.max() + 1] - layout.sparse_base[k] <= 1 << 16
     rows = np.arange(500, dtype=np.int64)
     grad, hess = rng.normal(size=500), np.ones(500)
     hist = new_histograms(1, bin_offsets[-1])[0]

@@ -118,7 +118,7 @@ def node_histogram(codes, layout, rows, ordered_grad, ordered_hess, sum_grad, su
 
     The same sums in the same order as the leaf-wise grower's, so a tree grown step by step is the same tree.
     """
-    for k in prange(layout.block_features.shape[0] - 1):
+    for k in prange(layout.block_ptr.shape[0] - 1):
         build_block(codes, layout, np.int64(k), rows, ordered_grad, ordered_hess, sum_grad, sum_hess, count, hist)
 
 
@@ -301,7 +301,7 @@ def _split_block(k, codes, layout, rows, ordered_grad, ordered_hess, n_bins, usa
     bin_offsets = layout.bin_offsets
     small, large = np.int64(0), np.int64(1)
     build_block(codes, layout, k, rows, ordered_grad, ordered_hess, sums[0, 0], sums[0, 1], sums[0, 2], hist_small)
-    for f in range(layout.block_features[k], layout.block_features[k + 1]):
+    for f in layout.block_members[layout.block_ptr[k]:layout.block_ptr[k + 1]]:
         if not usable_large[f]:
             # Not in this tree's features, or no threshold of it left min_samples_leaf rows on both sides of an
             # ancestor: then none does here (a subset of its rows). Its histograms below are never read again.
@@ -324,7 +324,7 @@ def _split_step_parallel(codes, layout, rows, ordered_grad, ordered_hess, n_bins
                          min_sum_hessian, gain, bin, missing_left, left_grad, left_hess, left_count):
     # One parallel region per split (not one per step); threads take blocks. numba passes a tuple that the region
     # writes to only as separate arrays, so the split records travel as their arrays and are put back together.
-    for k in prange(layout.block_features.shape[0] - 1):
+    for k in prange(layout.block_ptr.shape[0] - 1):
         splits = FeatureSplits(gain, bin, missing_left, left_grad, left_hess, left_count)
         _split_block(np.int64(k), codes, layout, rows, ordered_grad, ordered_hess, n_bins, usable_small,
                      usable_large, hist_small, hist_large, search_small, search_large, sums, l2, min_samples_leaf,
@@ -347,7 +347,7 @@ def _split_step(codes, layout, rows, ordered_grad, ordered_hess, n_bins, usable_
             return
     # The blocks in turn, looped here rather than in a serial twin of the parallel kernel: one compiled layer less
     # (numba optimises a caller with its callees linked in, so each layer re-optimises the code below it).
-    for k in range(layout.block_features.shape[0] - 1):
+    for k in range(layout.block_ptr.shape[0] - 1):
         _split_block(np.int64(k), codes, layout, rows, ordered_grad, ordered_hess, n_bins, usable_small, usable_large,
                      hist_small, hist_large, search_small, search_large, sums, l2, min_leaf, min_hessian, splits)
 

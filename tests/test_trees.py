@@ -225,9 +225,26 @@ def assert_same_tree(result, nodes, check_thresholds=True):
 # ---------------------------------------------------------------- binning
 
 
+def test_thresholds_of_each_feature_do_not_depend_on_the_chunk_it_is_sorted_in():
+    """Features are sorted in chunks of _SORT_CHUNK: many features (a partial last chunk), a row sample and
+    threads give each feature the thresholds it gets alone."""
+    from lambdamart._engine.binning import _SORT_CHUNK
+
+    rng = np.random.default_rng(3)
+    n_features = 2 * _SORT_CHUNK + 5
+    X = rng.normal(size=(400, n_features)).astype(np.float32)
+    X[:, 1::3] = np.round(X[:, 1::3] * 2)  # some features with few distinct values
+    X[::5, 2] = np.nan
+    rows = np.sort(rng.choice(400, 250, replace=False))
+    thresholds, offsets = find_thresholds(X, 32, rows, split_over_threads)
+    for f in range(n_features):
+        alone, _ = find_thresholds(np.ascontiguousarray(X[rows, f:f + 1]), 32)
+        np.testing.assert_array_equal(thresholds[offsets[f]:offsets[f + 1]], alone)
+
+
 @pytest.mark.parametrize("order", ["C", "F"])
 def test_thresholds_leave_the_input_unchanged_in_either_memory_order(order):
-    """find_thresholds sorts a column-major copy in place: never the caller's array, even one already column-major."""
+    """find_thresholds sorts gathered copies of the values: never the caller's array, in either memory order."""
     rng = np.random.default_rng(0)
     X = np.asarray(rng.normal(size=(300, 3)), order=order)
     X[::7, 1] = np.nan

@@ -55,7 +55,7 @@ _PREFETCH_DISTANCE = 16
 # Bin indices in the sparse lists are relative to their block's first sparse bin and stored as uint16.
 _MAX_BLOCK_BINS = 1 << 16
 # Rows sampled to find each feature's most frequent bin (any choice is correct; a good one saves work).
-_MODE_SAMPLE = 100_000
+_MODE_SAMPLE = 25_000
 
 
 class HistogramLayout(NamedTuple):

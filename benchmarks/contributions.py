@@ -60,8 +60,7 @@ def _as_lightgbm(model):
 def _depths(trees):
     from lambdamart._engine.predict import walk_layout
 
-    depth = walk_layout(trees["feature"], trees["missing_left"], trees["left"], trees["right"],
-                        trees["tree_starts"]).depth
+    depth = walk_layout(trees).depth
     return f"depth mean {depth.mean():.1f}, max {depth.max()}"
 
 

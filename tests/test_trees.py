@@ -19,25 +19,31 @@ from lambdamart._engine.histogram import (
     new_histograms,
     subtract_feature,
 )
-from lambdamart._engine.predict import add_tree_binned, predict_serial, score_rows, walk_layout
+from lambdamart._engine.predict import add_tree_binned, row_key_buffer, score_rows, walk_layout
 from lambdamart._engine.tree import concatenate_trees, make_tree
 from lambdamart._parallel import parallel_region, split_over_threads
 
 # ---------------------------------------------------------------- helpers
 
 
-def predict_on_threads(X, *args):
-    """Scores of ``X`` as a large predict computes them: row ranges on numba's thread count of Python threads."""
+def predict_serial(X, *walk):
+    """Scores of ``X`` as a small predict computes them: all rows on the calling thread."""
     out = np.empty(X.shape[0])
-    split_over_threads(lambda lo, hi: score_rows(X, lo, hi, *args, out), X.shape[0])
+    score_rows(X, 0, X.shape[0], row_key_buffer(X.shape[1]), *walk, out)
+    return out
+
+
+def predict_on_threads(X, *walk):
+    """Scores of ``X`` as a large predict computes them: row ranges on numba's thread count of Python threads,
+    each with its own key buffer."""
+    out = np.empty(X.shape[0])
+    split_over_threads(lambda lo, hi: score_rows(X, lo, hi, row_key_buffer(X.shape[1]), *walk, out), X.shape[0])
     return out
 
 
 def walk_args(ens):
-    """The arguments after ``X`` of ``predict_serial`` (and after ``X, lo, hi`` of ``score_rows``) for the flat
-    ensemble ``ens``."""
-    walk = walk_layout(ens["feature"], ens["missing_left"], ens["left"], ens["right"], ens["tree_starts"])
-    return (*walk, ens["threshold"], ens["value"], ens["tree_starts"])
+    """The walk layout of the flat ensemble ``ens``: the arguments after the keys of ``score_rows``."""
+    return tuple(walk_layout(ens))
 
 
 def _all_rows(X):
@@ -820,14 +826,43 @@ def _random_tree(rng, n_features, n_leaves, values):
                 gain=np.where(is_leaf, 0.0, 1.0), count=np.ones(n, dtype=np.int64))
 
 
+def test_walk_keys_order_values_as_floats_compare():
+    """predict compares integer keys of the values: a > b exactly when key(a) > key(b), for every pair of special
+    and ordinary values (-0.0 equal to 0.0), float32 rows as their float64 values, and NaN below every value in a
+    row's even keys (splits sending it left) and above every value in its odd ones."""
+    from lambdamart._engine.predict import _order_key
+
+    tiny = np.finfo(np.float64).tiny
+    values = np.array([-np.inf, -1e308, -1.0, np.nextafter(-1.0, 0.0), -tiny, -5e-324, -0.0, 0.0, 5e-324, tiny,
+                       1.0, np.nextafter(1.0, 2.0), 1e308, np.inf, 3.5, -2.25])
+    keys = _order_key(values)
+    np.testing.assert_array_equal(keys[:, None] > keys[None, :], values[:, None] > values[None, :])
+    # The keys score_rows makes of a row (left in its key buffer): a tree of one leaf walks nothing.
+    leaf = walk_args(concatenate_trees([dict(feature=np.array([-1], dtype=np.int32), threshold=np.array([np.nan]),
+                                             missing_left=np.array([False]), left=np.array([-1], dtype=np.int32),
+                                             right=np.array([-1], dtype=np.int32), value=np.array([0.5]),
+                                             gain=np.zeros(1), count=np.ones(1, dtype=np.int64))]))
+    for dtype in (np.float64, np.float32):
+        with np.errstate(over="ignore"):
+            row = np.append(values, np.nan).astype(dtype)[None, :]
+        buffer = np.empty((64, 2 * row.shape[1]), dtype=np.int64)
+        score_rows(row, 0, 1, buffer, *leaf, np.empty(1))
+        out = buffer[0]
+        np.testing.assert_array_equal(out[:-2:2], _order_key(row[0, :-1].astype(np.float64)))
+        np.testing.assert_array_equal(out[1:-2:2], out[:-2:2])
+        assert out[-2] < out[:-2].min() and out[-1] > out[:-2].max()
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_predict_rows_walked_together_match_one_row_at_a_time(seed):
     # predict walks a block of 64 rows down a tree level by level, to the tree's depth (rows at a leaf stay there):
     # row counts around the block's size and multiples of it, trees from a single leaf to long chains, NaN, ±inf
-    # and values exactly on thresholds.
+    # and values exactly on thresholds, or a rounding step away; signed zeros and subnormals, where the walk's
+    # integer keys must order values as the floats compare.
     rng = np.random.default_rng(seed)
     n_features = 6
-    values = np.concatenate([rng.normal(size=12), [0.0, np.inf, -np.inf, 1e300]])
+    values = np.concatenate([rng.normal(size=12), [0.0, -0.0, np.inf, -np.inf, 1e300, -1e300, 5e-324, -5e-324, 1.0,
+                                                   np.nextafter(1.0, 2.0), -1.0, np.nextafter(-1.0, -2.0)]])
     trees = [_random_tree(rng, n_features, n_leaves, values) for n_leaves in (1, 2, 31, 1, 40, 5, 64, 3)]
     X = rng.normal(size=(200, n_features))
     cells = rng.random(X.shape)
@@ -896,7 +931,8 @@ def test_predict_does_not_depend_on_node_order():
         shuffled.append(moved)
     assert any(np.any((t["left"] >= 0) & (t["left"] < np.arange(t["left"].shape[0]))) for t in shuffled)
     expected = reference_predict(concatenate_trees(trees), X)
-    np.testing.assert_array_equal(predict_serial(X, *walk_args(concatenate_trees(shuffled))), expected)
+    args = walk_args(concatenate_trees(shuffled))
+    np.testing.assert_array_equal(predict_serial(X, *args), expected)
 
 
 @pytest.mark.parametrize("parallel_work", [None, 1], ids=["serial", "threaded"])

@@ -845,7 +845,7 @@ def test_walk_keys_order_values_as_floats_compare():
     for dtype in (np.float64, np.float32):
         with np.errstate(over="ignore"):
             row = np.append(values, np.nan).astype(dtype)[None, :]
-        buffer = np.empty((64, 2 * row.shape[1]), dtype=np.int64)
+        buffer = np.empty((64, 2 * row.shape[1]), dtype=np.uint64)
         score_rows(row, 0, 1, buffer, *leaf, np.empty(1))
         out = buffer[0]
         np.testing.assert_array_equal(out[:-2:2], _order_key(row[0, :-1].astype(np.float64)))

@@ -838,14 +838,14 @@ def _predict_trees(trees, X, n_jobs, walk=None):
     walk = walk_layout(trees) if walk is None else walk
     out = np.empty(X.shape[0])
     if X.shape[0] * max(trees["tree_starts"].shape[0], 1) <= _SERIAL_PREDICT_WORK:
-        score_rows(X, 0, X.shape[0], row_key_buffer(X.shape[1]), *walk, out)  # no thread hand-off for a query
+        score_rows(X, 0, X.shape[0], row_key_buffer(*X.shape), *walk, out)  # no thread hand-off for a query
         return out
     return _rows_on_threads(_score_rows_on_this_thread, X, tuple(walk), out, n_jobs)
 
 
 def _score_rows_on_this_thread(X, lo, hi, *args):
     """``score_rows`` with the calling thread's key buffer."""
-    score_rows(X, lo, hi, row_key_buffer(X.shape[1]), *args)
+    score_rows(X, lo, hi, row_key_buffer(hi - lo, X.shape[1]), *args)
 
 
 def _rows_on_threads(kernel, X, args, out, n_jobs):

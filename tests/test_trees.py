@@ -29,7 +29,7 @@ from lambdamart._parallel import parallel_region, split_over_threads
 def predict_serial(X, *walk):
     """Scores of ``X`` as a small predict computes them: all rows on the calling thread."""
     out = np.empty(X.shape[0])
-    score_rows(X, 0, X.shape[0], row_key_buffer(X.shape[1]), *walk, out)
+    score_rows(X, 0, X.shape[0], row_key_buffer(*X.shape), *walk, out)
     return out
 
 
@@ -37,7 +37,8 @@ def predict_on_threads(X, *walk):
     """Scores of ``X`` as a large predict computes them: row ranges on numba's thread count of Python threads,
     each with its own key buffer."""
     out = np.empty(X.shape[0])
-    split_over_threads(lambda lo, hi: score_rows(X, lo, hi, row_key_buffer(X.shape[1]), *walk, out), X.shape[0])
+    split_over_threads(lambda lo, hi: score_rows(X, lo, hi, row_key_buffer(hi - lo, X.shape[1]), *walk, out),
+                       X.shape[0])
     return out
 
 
@@ -851,6 +852,18 @@ def test_walk_keys_order_values_as_floats_compare():
         np.testing.assert_array_equal(out[:-2:2], _order_key(row[0, :-1].astype(np.float64)))
         np.testing.assert_array_equal(out[1:-2:2], out[:-2:2])
         assert out[-2] < out[:-2].min() and out[-1] > out[:-2].max()
+
+
+def test_row_key_buffers_are_as_large_as_the_call_needs_and_kept_only_while_small():
+    """predict's per-thread key buffer: min(64, rows) rows of two keys per feature; one of a model with thousands of
+    features is not kept after the call (64 rows x 100,000 features would hold 100 MB per thread)."""
+    small = row_key_buffer(1, 10)
+    assert small.shape == (1, 20) and row_key_buffer(1, 10) is small
+    assert row_key_buffer(7, 10).shape == (7, 20) and row_key_buffer(500, 10).shape == (64, 20)
+    assert row_key_buffer(3, 10).shape == (64, 20)  # a kept buffer with rows to spare serves smaller calls
+    big = row_key_buffer(64, 100_000)
+    assert big.shape == (64, 200_000) and row_key_buffer(64, 100_000) is not big
+    assert row_key_buffer(1, 100_000).shape == (1, 200_000)
 
 
 @pytest.mark.parametrize("seed", range(3))

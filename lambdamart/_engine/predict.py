@@ -95,23 +95,32 @@ def walk_layout(trees):
 
 
 _SCRATCH = threading.local()
+# Key buffers up to this size are kept by their thread for its next call (136 features: 139 kB); larger ones, of
+# models with thousands of features, are made per call, where their allocation is small next to the call's work.
+_KEPT_KEY_BYTES = 1 << 20
 
 
-def row_key_buffer(n_features):
-    """The calling thread's buffer for :func:`score_rows`'s row keys, kept from call to call: allocating its
-    (_BLOCK, 2 n_features) uint64 (139 kB at 136 features) in every call of a ~60 µs query cost up to 10 µs at
-    times, the allocator handing back memory the system had taken back."""
+def row_key_buffer(n_rows, n_features):
+    """A buffer for :func:`score_rows`'s row keys when scoring ``n_rows`` rows of ``n_features`` features.
+
+    Kept by the calling thread from call to call while small: allocating it in every call of a ~50 µs query cost
+    up to 10 µs at times, the allocator handing back memory the system had taken back.
+    """
+    rows, width = min(_BLOCK, n_rows), 2 * n_features
     keys = getattr(_SCRATCH, "keys", None)
-    if keys is None or keys.shape[1] != 2 * n_features:
-        keys = _SCRATCH.keys = np.empty((_BLOCK, 2 * n_features), dtype=np.uint64)
+    if keys is not None and keys.shape[1] == width and keys.shape[0] >= rows:
+        return keys
+    keys = np.empty((rows, width), dtype=np.uint64)
+    if keys.nbytes <= _KEPT_KEY_BYTES:
+        _SCRATCH.keys = keys
     return keys
 
 
 @njit(cache=True, nogil=True)
 def score_rows(X, lo, hi, keys, step, threshold, value, depth, tree_starts, out):
     """Scores of the rows ``lo:hi`` of ``X`` into ``out[lo:hi]`` (sums in tree order), from a :class:`WalkLayout`
-    (``step`` … ``tree_starts``), with the calling thread's :func:`row_key_buffer` as ``keys``; ``nogil``, so
-    that row ranges can be scored on several threads.
+    (``step`` … ``tree_starts``), with a :func:`row_key_buffer` of at least ``min(_BLOCK, hi - lo)`` rows as
+    ``keys`` (the thread's own); ``nogil``, so that row ranges can be scored on several threads.
 
     A block of rows goes down a tree level by level, every row one step per level. The rows' steps are
     independent, so the CPU overlaps their chains of dependent loads (node, key, child), which one row walked

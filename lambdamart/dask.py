@@ -617,7 +617,7 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
                  max_leaf_nodes=31, max_depth=None, min_samples_leaf=20, min_sum_hessian=1e-3,
                  l2_regularization=0.0, max_bins=255, truncation_level=30, sigma=1.0, gain="exponential",
                  relevance_threshold=0.0, pairs_per_document=None, position_bias_norm=0.5, pair_normalization=True,
-                 query_normalization=True, subsample=1.0, max_features=1.0, early_stopping="auto",
+                 query_normalization=True, ties="average", subsample=1.0, max_features=1.0, early_stopping="auto",
                  validation_fraction=0.1, n_iter_no_change=10, tol=1e-7, eval_at=10, n_jobs=None,
                  random_state=None, warm_start=False, checkpoint_dir=None, checkpoint_every=10, verbose=0,
                  importance_type="gain"):
@@ -627,7 +627,8 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
                          truncation_level=truncation_level, sigma=sigma, gain=gain,
                          relevance_threshold=relevance_threshold, pairs_per_document=pairs_per_document,
                          position_bias_norm=position_bias_norm, pair_normalization=pair_normalization,
-                         query_normalization=query_normalization, subsample=subsample, max_features=max_features,
+                         query_normalization=query_normalization, ties=ties, subsample=subsample,
+                         max_features=max_features,
                          early_stopping=early_stopping, validation_fraction=validation_fraction,
                          n_iter_no_change=n_iter_no_change, tol=tol, eval_at=eval_at, n_jobs=n_jobs,
                          random_state=random_state, warm_start=warm_start, checkpoint_dir=checkpoint_dir,

@@ -136,6 +136,12 @@ class LambdaMARTRanker(BaseEstimator):
         Divide each pair's |ΔNDCG| by ``0.01 + |Δscore|`` (LightGBM's ``lambdarank_norm``).
     query_normalization : bool, default=True
         Scale each query's λ and w by ``log2(1 + Σ|λ|) / Σ|λ|`` (LightGBM's ``lambdarank_norm``).
+    ties : {"average", "input"}, default="average"
+        ``"lambdarank"`` only: how documents with equal scores (all of a query's in the first round, those in the
+        same leaves after it) are ranked when weighting pairs by |ΔNDCG|. ``"average"``: each pair's weight is its
+        mean over every order of the tied documents, so the model does not depend on the order of the rows within
+        a query. ``"input"``: ties keep their input order, as in LightGBM's ``lambdarank`` and XGBoost's
+        ``rank:ndcg`` (the same choice as the metrics' ``ties``).
     subsample : float, default=1.0
         Fraction of queries used to grow each tree.
     max_features : float, default=1.0
@@ -236,6 +242,7 @@ class LambdaMARTRanker(BaseEstimator):
         "pairs_per_document": [Interval(Integral, 1, None, closed="left"), None],
         "position_bias_norm": [Interval(Real, 0, None, closed="left")],
         "pair_normalization": ["boolean"],
+        "ties": [StrOptions({"average", "input"})],
         "query_normalization": ["boolean"],
         "subsample": [Interval(Real, 0, 1, closed="right")],
         "max_features": [Interval(Real, 0, 1, closed="right")],
@@ -257,7 +264,7 @@ class LambdaMARTRanker(BaseEstimator):
                  max_depth=None, min_samples_leaf=20, min_sum_hessian=1e-3, l2_regularization=0.0, max_bins=255,
                  truncation_level=30, sigma=1.0, gain="exponential", relevance_threshold=0.0,
                  pairs_per_document=None, position_bias_norm=0.5, pair_normalization=True,
-                 query_normalization=True, subsample=1.0, max_features=1.0, early_stopping="auto",
+                 query_normalization=True, ties="average", subsample=1.0, max_features=1.0, early_stopping="auto",
                  validation_fraction=0.1, n_iter_no_change=10, tol=1e-7, eval_at=10, n_jobs=None,
                  random_state=None, warm_start=False, checkpoint_dir=None, checkpoint_every=10, verbose=0,
                  importance_type="gain"):
@@ -278,6 +285,7 @@ class LambdaMARTRanker(BaseEstimator):
         self.position_bias_norm = position_bias_norm
         self.pair_normalization = pair_normalization
         self.query_normalization = query_normalization
+        self.ties = ties
         self.subsample = subsample
         self.max_features = max_features
         self.early_stopping = early_stopping

@@ -6,8 +6,10 @@ import numpy as np
 F32 = np.float32
 
 
-def leaves(trees, X):
-    """(n_rows, n_trees): the local index (within its tree) of the leaf each row reaches, by our rule."""
+def leaves(trees, X, right_from=None):
+    """(n_rows, n_trees): the local index (within its tree) of the leaf each row reaches, by our rule; with
+    ``right_from``, values x >= right_from go right at a +inf threshold (our XGBoost model: +inf; its tree dump,
+    which has no infinities: the largest float32)."""
     starts = trees["tree_starts"]
     node = np.broadcast_to(starts, (X.shape[0], starts.shape[0])).copy()
     rows = np.arange(X.shape[0])[:, None]
@@ -16,7 +18,10 @@ def leaves(trees, X):
         if not split.any():
             return node - starts
         x = X[rows, np.maximum(trees["feature"][node], 0)]
-        go_left = np.where(np.isnan(x), trees["missing_left"][node], x <= trees["threshold"][node])
+        threshold = trees["threshold"][node]
+        go_left = np.where(np.isnan(x), trees["missing_left"][node], x <= threshold)
+        if right_from is not None:
+            go_left &= ~((x >= right_from) & (threshold == np.inf))
         node = np.where(split, np.where(go_left, trees["left"][node], trees["right"][node]), node)
 
 

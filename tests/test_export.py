@@ -120,15 +120,19 @@ def test_xgboost_booster_predicts_like_us_on_float32_at_every_threshold(any_mode
     booster = xgb.Booster()
     booster.load_model(str(path))
     rows = _probes32(any_model, data[0])
-    ours = any_model.predict(rows)
-    np.testing.assert_allclose(booster.inplace_predict(rows), ours, rtol=0, atol=_xgb_tolerance(ours))
-    # Every row reaches the same leaf in every tree: each tree's output is the float32 of our leaf's value.
-    # (Booster.predict(pred_leaf=True) cannot be used here: XGBoost 3.2 reports a split_condition of -inf as taken
-    # in pred_leaf while its predictions do not take it.)
-    reached = leaves(any_model._trees, rows) + any_model._trees["tree_starts"]
+    finite = _probes32(any_model, data[0], with_inf=False)
+    ours = any_model.predict(finite)
+    np.testing.assert_allclose(booster.inplace_predict(finite), ours, rtol=0, atol=_xgb_tolerance(ours))
+    # Every row reaches the same leaf in every tree, +inf excepted at a +inf threshold (see xgboost_json): each
+    # tree's output is the float32 of that leaf's value, whether XGBoost predicts all rows at once or one by one.
+    reached = leaves(any_model._trees, rows, right_from=np.inf) + any_model._trees["tree_starts"]
     for k in range(any_model.n_estimators_):
-        np.testing.assert_array_equal(booster.inplace_predict(rows, iteration_range=(k, k + 1)),
-                                      any_model._trees["value"][reached[:, k]].astype(F32), err_msg=f"tree {k}")
+        expected = any_model._trees["value"][reached[:, k]].astype(F32)
+        np.testing.assert_array_equal(booster.inplace_predict(rows, iteration_range=(k, k + 1)), expected,
+                                      err_msg=f"tree {k}")
+        one_by_one = [booster.inplace_predict(rows[i:i + 1], iteration_range=(k, k + 1))[0]
+                      for i in range(0, len(rows), 37)]
+        np.testing.assert_array_equal(one_by_one, expected[::37], err_msg=f"tree {k}, one row at a time")
     # base_score is 0: the margin is the sum of the leaves, and predict adds no transform
     dmatrix = xgb.DMatrix(rows[np.isfinite(rows).all(axis=1) | np.isnan(rows).any(axis=1)], missing=np.nan)
     np.testing.assert_array_equal(booster.predict(dmatrix, output_margin=True), booster.predict(dmatrix))
@@ -139,7 +143,9 @@ def test_xgboost_round_trip_through_import(model, data, tmp_path):
     model.export_model(tmp_path / "model.json", format="xgboost")
     back = import_model(tmp_path / "model.json")
     rows = _probes32(model, data[0])
-    np.testing.assert_allclose(back.predict(rows), model.predict(rows), rtol=0, atol=1e-6)
+    # As XGBoost reads the file: +inf goes right at a +inf threshold, every other value our way.
+    reached = leaves(model._trees, rows.astype(np.float64), right_from=np.inf) + model._trees["tree_starts"]
+    np.testing.assert_allclose(back.predict(rows), model._trees["value"][reached].sum(axis=1), rtol=0, atol=1e-6)
 
 
 def _dump_predict(dump, rows, names):
@@ -166,8 +172,8 @@ def test_xgboost_dump_matches_xgboost_s_own_dump_and_routes_like_us(model, data,
     ours = json.loads((tmp_path / "dump.json").read_text())  # strict JSON: no NaN or infinities
     booster = xgb.Booster()
     booster.load_model(str(tmp_path / "model.json"))
-    # XGBoost prints -inf (not JSON) where we write the lowest float32
-    theirs = [json.loads(t.replace(": -inf", ": -3.4028234663852886e+38"))
+    # XGBoost prints inf (not JSON) where we write the largest float32
+    theirs = [json.loads(t.replace(": inf", ": 3.4028234663852886e+38"))
               for t in booster.get_dump(dump_format="json")]
     assert len(ours) == len(theirs) == model.n_estimators_
 
@@ -185,9 +191,11 @@ def test_xgboost_dump_matches_xgboost_s_own_dump_and_routes_like_us(model, data,
 
     for a, b in zip(ours, theirs):
         compare(a, b)
-    rows = _probes32(model, data[0], with_inf=False)
+    rows = _probes32(model, data[0])
     names = [f"f{i}" for i in range(model.n_features_in_)]
-    expected = model.predict(rows)
+    largest = np.finfo(F32).max
+    reached = leaves(model._trees, rows.astype(np.float64), right_from=largest) + model._trees["tree_starts"]
+    expected = model._trees["value"][reached].sum(axis=1)
     np.testing.assert_allclose(_dump_predict(ours, rows, names), expected, rtol=0, atol=_xgb_tolerance(expected))
 
 
@@ -256,9 +264,11 @@ def test_all_four_send_every_probe_row_the_same_way(model, data, tmp_path):
     booster = xgb.Booster()
     booster.load_model(str(tmp_path / "m.json"))
     values = model._trees["value"][ours + model._trees["tree_starts"]]
+    reached = leaves(model._trees, rows, right_from=np.inf) + model._trees["tree_starts"]
+    xgboost_values = model._trees["value"][reached]
     for k in range(model.n_estimators_):
         np.testing.assert_array_equal(booster.inplace_predict(rows32, iteration_range=(k, k + 1)),
-                                      values[:, k].astype(F32))
+                                      xgboost_values[:, k].astype(F32))
     session = ort.InferenceSession(str(tmp_path / "m.onnx"), providers=["CPUExecutionProvider"])
     np.testing.assert_allclose(session.run(None, {"X": rows})[0][:, 0], values.sum(axis=1), rtol=0, atol=1e-12)
     np.testing.assert_allclose(model.predict(rows), values.sum(axis=1), rtol=0, atol=1e-12)

@@ -10,6 +10,7 @@ position debiasing (unbiased LambdaMART) beats the biased model on click logs. T
 (ListMLE's tie breaking, RankNet's sampled pairs) is in test_determinism.py.
 """
 
+import itertools
 import math
 
 import numpy as np
@@ -20,6 +21,7 @@ from lambdamart._objectives import OBJECTIVES, TrainingQueries, make_objective
 from lambdamart._objectives.lambdarank import (
     _general_pairs,
     _ndcg_pairs,
+    _pair_discounts,
     discount_table,
     inverse_ideal_dcg,
     lambdarank_gradients,
@@ -118,7 +120,7 @@ def gains_array(labels, gain):
 
 
 def run_kernel(scores, labels, offsets, gain, truncation_level, sigma, pn, qn, sample_weight=None,
-               query_indices=None, grad=None, hess=None):
+               query_indices=None, grad=None, hess=None, average_ties=False):
     n = scores.shape[0]
     offsets = np.asarray(offsets, dtype=np.int64)
     n_queries = offsets.shape[0] - 1
@@ -132,7 +134,7 @@ def run_kernel(scores, labels, offsets, gain, truncation_level, sigma, pn, qn, s
     hess = np.zeros(n) if hess is None else hess.copy()
     lambdarank_gradients(scores, gains, labels, offsets, np.asarray(query_indices, dtype=np.int64), discounts,
                          inv_idcg, truncation_level, float(sigma), bool(pn), bool(qn), False, NO_POSITION, NO_BIAS, sw,
-                         grad, hess, NO_BIAS)
+                         grad, hess, NO_BIAS, average_ties)
     return grad, hess
 
 
@@ -385,12 +387,13 @@ def test_kernel_does_not_depend_on_query_position():
     np.testing.assert_array_equal(alone_h, full_h[s:e])
 
 
+@pytest.mark.parametrize("average_ties", [False, True])
 @pytest.mark.parametrize("normalize_pairs", [False, True])
 @pytest.mark.parametrize("truncation_level", [1, 5, 30, 1000])
-def test_vectorised_pair_loop_equals_the_plain_loop(truncation_level, normalize_pairs):
+def test_vectorised_pair_loop_equals_the_plain_loop(truncation_level, normalize_pairs, average_ties):
     """The common case's branch-free, padded loop (_ndcg_pairs) and the plain double loop (_general_pairs) add the
     same terms (a row's own in four running sums there): equal to rounding, for every length around the padding of
-    8 (a padded document's terms would show far above rounding)."""
+    8 (a padded document's terms would show far above rounding), with ties in row order or averaged."""
     rng = np.random.default_rng(truncation_level)
     for n in list(range(2, 42)) + [64, 100, 203]:
         n_pad = (n + 7) & -8
@@ -401,18 +404,57 @@ def test_vectorised_pair_loop_equals_the_plain_loop(truncation_level, normalize_
         s[:n] = np.sort(np.round(rng.normal(size=n), 1))[::-1]  # rank order, with ties
         e = np.ones(n_pad)
         e[:n] = np.exp(1.3 * (s[:n] - s[0]))
-        discount = np.ones(n_pad)
-        discount[:n] = discount_table(n)
-        last_row = min(n - 1, truncation_level)
+        pair_discounts = np.ones((5, n_pad))
+        last_row = _pair_discounts(s, n, discount_table(n), 0.37, truncation_level, average_ties, pair_discounts)
         sums = np.zeros(2 * n_pad)
-        fast = _ndcg_pairs(n, s, label, gain, e, discount, 0.37, last_row, 1.3, normalize_pairs, sums,
+        fast = _ndcg_pairs(n, s, label, gain, e, pair_discounts, last_row, 1.3, normalize_pairs, sums,
                            np.empty(2 * n_pad))
         lam, w = np.zeros(n), np.zeros(n)
-        plain = _general_pairs(s[:n], label[:n], gain[:n], e[:n], discount[:n], 0.37, last_row, 1.3, normalize_pairs,
-                               False, np.zeros(0, dtype=np.int64), np.ones((2, 0)), lam, w, np.zeros((2, 0)))
+        plain = _general_pairs(s[:n], label[:n], gain[:n], e[:n], pair_discounts[:, :n], 0.37, last_row, 1.3,
+                               normalize_pairs, False, np.zeros(0, dtype=np.int64), np.ones((2, 0)), lam, w,
+                               np.zeros((2, 0)))
         assert fast == pytest.approx(plain, rel=1e-13)
         np.testing.assert_allclose(sums[0:2 * n:2], lam, rtol=1e-12, atol=1e-14)
         np.testing.assert_allclose(sums[1:2 * n:2], w, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("truncation_level", [1, 2, 3, 5, 30])
+def test_averaged_ties_are_the_mean_over_every_order_of_the_tied_documents(truncation_level):
+    """ties="average": each document's λ and w equal their mean over all orders of the tied documents with ties in
+    row order (exact: the pair weights are linear in |ΔNDCG|, and tied pairs have the same ρ and |Δs| in every
+    order). Blocks above, across and below the truncation; without the query normalisation, which is not linear."""
+    rng = np.random.default_rng(truncation_level)
+    for _ in range(12):
+        n = 6
+        scores = np.round(rng.normal(size=n), 0) / 4  # a few distinct values: tie blocks of every size
+        labels = rng.integers(0, 3, n).astype(float)
+        offsets = np.array([0, n])
+        expected_g, expected_h = np.zeros(n), np.zeros(n)
+        orders = list(itertools.permutations(range(n)))
+        for order in orders:  # every row order; ties then rank in that order
+            order = np.array(order)
+            g, h = run_kernel(scores[order], labels[order], offsets, "exponential", truncation_level, SIGMA, True,
+                              False)
+            expected_g[order] += g
+            expected_h[order] += h
+        averaged_g, averaged_h = run_kernel(scores, labels, offsets, "exponential", truncation_level, SIGMA, True,
+                                            False, average_ties=True)
+        np.testing.assert_allclose(averaged_g, expected_g / len(orders), rtol=1e-10, atol=1e-13)
+        np.testing.assert_allclose(averaged_h, expected_h / len(orders), rtol=1e-10, atol=1e-13)
+
+
+def test_averaged_ties_change_nothing_without_ties():
+    """Distinct scores: ties="average" gives LightGBM's λ and w bit for bit."""
+    rng = np.random.default_rng(3)
+    scores = rng.normal(size=60)
+    labels = rng.integers(0, 5, 60).astype(float)
+    offsets = np.array([0, 25, 60])
+    for truncation_level in (5, 30):
+        plain = run_kernel(scores, labels, offsets, "exponential", truncation_level, SIGMA, True, True)
+        averaged = run_kernel(scores, labels, offsets, "exponential", truncation_level, SIGMA, True, True,
+                              average_ties=True)
+        np.testing.assert_array_equal(plain[0], averaged[0])
+        np.testing.assert_array_equal(plain[1], averaged[1])
 
 
 # ---------------------------------------------------------------- RankNet, ListNet, ListMLE, pointwise, MAP

@@ -6,13 +6,15 @@ side ``default_left`` says. Our rule is ``x <= t`` in float64. The mappings:
 * export, ``t`` finite or -inf: ``c = nextafter_f32(m, +inf)`` where m is the largest float32 <= t. For every
   float32 x, ``x < c`` iff ``x <= m`` iff ``x <= t``, so float32 data go exactly our way. A float64 value that is not
   a float32 is rounded by XGBoost first and may go the other way when it lies between m and t.
-* export, ``t = +inf`` (every non-missing value left, the split of a feature's last bin): no float32 c has
-  ``+inf < c``, so the children are swapped: ``c = -inf``, yes = our right child, no = our left child, and
-  ``default_left`` flipped. Every non-missing value, +inf too, then goes "no", our left child.
+* export, ``t = +inf`` (every non-missing value left, NaN right: the split of a feature's last bin): ``c = +inf``,
+  so every finite value goes left; ``x = +inf`` alone goes right, where we send it left. No float32 c has
+  ``+inf < c``; the exact alternative, ``c = -inf`` with the children exchanged, is not read alike across XGBoost
+  (3.2 sends finite values to "yes" at such a node when it predicts a few rows at a time, and shap's
+  ``TreeExplainer`` does the same), so an input of +inf is the only difference, and only at such splits.
 * import: the float64 boundary between c's float32 predecessor p and c is their midpoint; XGBoost rounds a float64
   x to nearest (ties to even), so ``float32(x) < c`` iff ``x <= mid`` when p's last mantissa bit is even and
   ``x < mid`` otherwise. Our threshold is mid or the double just below it: float32 and float64 inputs both go
-  exactly XGBoost's way. ``c = -inf`` (every non-missing value goes right) is the export's swap read backwards:
+  exactly XGBoost's way. ``c = -inf`` (every non-missing value goes right, which XGBoost does not write) is read as
   threshold +inf with the children exchanged.
 
 Leaf values are float32 in XGBoost (and summed in float32), so an exported model predicts like ours to ~1e-6.
@@ -68,14 +70,14 @@ def import_thresholds(c):
     return np.where(c == -np.inf, -np.inf, t)
 
 
-def _conditions_and_sides(tree):
-    """Per node: (c, swap) where swap says this split is written with its children exchanged (t = +inf)."""
+def _split_conditions(tree):
+    """XGBoost's ``split_condition`` of every split node of ``tree`` (0 at leaves): ``export_conditions`` of the
+    finite thresholds, +inf for +inf."""
     split = tree["left"] >= 0
-    t = np.where(split, tree["threshold"], 0.0)
-    swap = split & (t == np.inf)
-    c = export_conditions(np.where(swap, 0.0, t))
-    c[swap] = -np.inf
-    return c, swap
+    unbounded = split & (tree["threshold"] == np.inf)
+    c = export_conditions(np.where(split & ~unbounded, tree["threshold"], 0.0))
+    c[unbounded] = np.inf
+    return c
 
 
 def _f32_list(values):
@@ -104,9 +106,8 @@ def write_model(trees, n_features, feature_names):
     xgb_trees = []
     for i, tree in enumerate(split_trees(trees)):
         split = tree["left"] >= 0
-        c, swap = _conditions_and_sides(tree)
-        left = np.where(swap, tree["right"], tree["left"])
-        right = np.where(swap, tree["left"], tree["right"])
+        left, right = tree["left"], tree["right"]
+        c = _split_conditions(tree)
         n = split.shape[0]
         parents = np.full(n, _NO_PARENT, dtype=np.int64)
         parents[left[split]] = np.flatnonzero(split)
@@ -115,7 +116,7 @@ def write_model(trees, n_features, feature_names):
         xgb_trees.append({
             "base_weights": _f32_list(value),
             "categories": [], "categories_nodes": [], "categories_segments": [], "categories_sizes": [],
-            "default_left": (split & (tree["missing_left"] != swap)).astype(int).tolist(),
+            "default_left": (split & tree["missing_left"]).astype(int).tolist(),
             "id": i,
             "left_children": left.tolist(),
             "loss_changes": _f32_list(np.where(split, tree["gain"], 0.0)),
@@ -160,8 +161,8 @@ def write_dump(trees, n_features, feature_names):
     ``nodeid``, ``depth``, ``split`` (the feature's name), ``split_condition``, ``yes``, ``no``, ``missing`` and
     ``children`` (the "yes" child first), or ``nodeid`` and ``leaf``. No ``gain``/``cover``: the plugins reject
     fields they do not know. "yes" is taken when ``x < split_condition`` in float32, so thresholds follow
-    :func:`export_conditions`; strict JSON has no infinities, so -inf is written as -3.4028235e38 (the lowest
-    float32; only ``x = -inf`` then goes the other way) and +inf as 3.4028235e38.
+    the model's (:func:`write_model`); strict JSON has no infinities, so a +inf condition is written as
+    3.4028235e38, the largest float32 (``x`` = that value then goes right too, as +inf does).
 
     Parameters
     ----------
@@ -178,10 +179,8 @@ def write_dump(trees, n_features, feature_names):
     names = [f"f{i}" for i in range(n_features)] if feature_names is None else [str(n) for n in feature_names]
     dumped = []
     for tree in split_trees(trees):
-        c, swap = _conditions_and_sides(tree)
-        tree["condition"] = _f32_list(np.clip(c, F32(-_F32_MAX), F32(_F32_MAX)))
+        tree["condition"] = _f32_list(np.minimum(_split_conditions(tree), F32(_F32_MAX)))
         tree["leaf"] = _f32_list(tree["value"])
-        tree["swap"] = swap
         dumped.append(json.dumps(_dump_node(tree, names, 0, 0), allow_nan=False))
     return "[\n" + ",\n".join(dumped) + "\n]\n"
 
@@ -189,11 +188,10 @@ def write_dump(trees, n_features, feature_names):
 def _dump_node(tree, names, i, depth):
     if tree["left"][i] < 0:
         return {"nodeid": int(i), "leaf": tree["leaf"][i]}
-    left, right = int(tree["left"][i]), int(tree["right"][i])
-    yes, no = (right, left) if tree["swap"][i] else (left, right)
+    yes, no = int(tree["left"][i]), int(tree["right"][i])
     return {"nodeid": int(i), "depth": depth, "split": names[tree["feature"][i]],
             "split_condition": tree["condition"][i], "yes": yes, "no": no,
-            "missing": left if tree["missing_left"][i] else right,
+            "missing": yes if tree["missing_left"][i] else no,
             "children": [_dump_node(tree, names, yes, depth + 1), _dump_node(tree, names, no, depth + 1)]}
 
 

@@ -59,10 +59,12 @@ def _pair_lambda(delta_z, delta_score, rho, sigma, normalize_pairs):
 
 
 @njit(cache=True, error_model="numpy")
-def _ndcg_pairs(n, s, label, gain, e, discount, inv_idcg, last_row, sigma, normalize_pairs, sums, terms):
+def _ndcg_pairs(n, s, label, gain, e, pair_discounts, last_row, sigma, normalize_pairs, sums, terms):
     """Σλ and Σw of every document over its |ΔNDCG|-weighted pairs, given all e > 0; returns the sum of all 2λ.
 
-    The common case, vectorised. Arrays are in rank order and padded to a multiple of 8; ``sums`` holds Σλ at 2k
+    The common case, vectorised. ``pair_discounts`` are the rows of :func:`_pair_discounts`: a pair (i, j > i) is
+    weighted by |Δgain|·(upper[i] - lower[j])·scale[i], or |Δgain|·within[i]·scale[i] while j is tied with i
+    (j < block_end[i]). Arrays are in rank order and padded to a multiple of 8; ``sums`` holds Σλ at 2k
     and Σw at 2k + 1 (one array of pairs rather than two arrays: fewer arrays the loop writes, fewer run-time
     overlap checks LLVM puts before it), ``terms`` is scratch of the same shape. The same terms as the plain
     double loop of ``_general_pairs``; a document's sums over its lower-ranked partners are added in a different
@@ -70,9 +72,12 @@ def _ndcg_pairs(n, s, label, gain, e, discount, inv_idcg, last_row, sigma, norma
     """
     sum_lambdas = 0.0
     n_docs = np.uint64(n)
+    lower, upper, within, block_end, scale = (pair_discounts[0], pair_discounts[1], pair_discounts[2],
+                                              pair_discounts[3], pair_discounts[4])
     for i in range(last_row):
         row = np.uint64(i)
-        s_i, label_i, gain_i, e_i, discount_i = s[i], label[i], gain[i], e[i], discount[i]
+        s_i, label_i, gain_i, e_i = s[i], label[i], gain[i], e[i]
+        upper_i, within_i, scale_i, tied_until = upper[i], within[i], scale[i], np.uint64(block_end[i])
         # The pairs (i, j > i), added to j's sums (distinct j: vectorisable) and kept in ``terms`` for i's. The loop
         # is branch-free: the higher-labelled side is a ±1 sign, a pair with equal labels a masked 0. j is unsigned
         # (numba's wraparound of negative indices would hide the addresses from LLVM) and runs from a multiple of
@@ -81,7 +86,7 @@ def _ndcg_pairs(n, s, label, gain, e, discount, inv_idcg, last_row, sigma, norma
         for j in range(np.uint64((i + 1) & -8), np.uint64(s.shape[0])):
             i_high = label_i > label[j]
             sign = 1.0 if i_high else -1.0
-            delta_z = abs(gain_i - gain[j]) * (discount_i - discount[j]) * inv_idcg
+            delta_z = abs(gain_i - gain[j]) * (within_i if j < tied_until else upper_i - lower[j]) * scale_i
             # e_low + e_high = e_i + e_j exactly; |Δs| needs no sign.
             rho = (e[j] if i_high else e_i) / (e_i + e[j])
             lam, w = _pair_lambda(delta_z, s_i - s[j], rho, sigma, normalize_pairs)
@@ -119,18 +124,21 @@ def _ndcg_pairs(n, s, label, gain, e, discount, inv_idcg, last_row, sigma, norma
 
 
 @njit(cache=True)
-def _general_pairs(s, label, gain, e, discounts, inv_idcg, last_row, sigma, normalize_pairs, average_precision,
+def _general_pairs(s, label, gain, e, pair_discounts, inv_idcg, last_row, sigma, normalize_pairs, average_precision,
                    shown, position_bias, lam_sum, w_sum, cost_sum):
     """Σλ and Σw of every document over its pairs, in rank order, for all cases; returns the sum of all 2λ.
 
-    Handles what ``_ndcg_pairs`` leaves out: |ΔAP| weights, position debiasing (``shown`` non-empty: displayed
-    positions, 0-based, in rank order; ``cost_sum`` receives the pair losses) and an e that underflowed to 0.
+    Handles what ``_ndcg_pairs`` leaves out: |ΔAP| weights (times ``inv_idcg``; ``pair_discounts`` then unread),
+    position debiasing (``shown`` non-empty: displayed positions, 0-based, in rank order; ``cost_sum`` receives
+    the pair losses) and an e that underflowed to 0.
     """
     n = s.shape[0]
     debias = shown.shape[0] > 0
     if average_precision:
         relevant_count = np.cumsum(gain)
         inverse_rank_sum = np.cumsum(gain / np.arange(1.0, n + 1.0))
+    lower, upper, within, block_end, scale = (pair_discounts[0], pair_discounts[1], pair_discounts[2],
+                                              pair_discounts[3], pair_discounts[4])
     sum_lambdas = 0.0
     for i in range(last_row):
         for j in range(i + 1, n):
@@ -141,7 +149,8 @@ def _general_pairs(s, label, gain, e, discounts, inv_idcg, last_row, sigma, norm
             if average_precision:
                 delta_z = _delta_ap(relevant_count, inverse_rank_sum, i, j, high == i) * inv_idcg
             else:
-                delta_z = abs(gain[high] - gain[low]) * (discounts[i] - discounts[j]) * inv_idcg
+                tied = j < block_end[i]
+                delta_z = abs(gain[high] - gain[low]) * (within[i] if tied else upper[i] - lower[j]) * scale[i]
             denominator = e[low] + e[high]
             if denominator > 0.0:
                 rho = e[low] / denominator
@@ -168,26 +177,80 @@ def _general_pairs(s, label, gain, e, discounts, inv_idcg, last_row, sigma, norm
 
 
 @njit(cache=True)
-def _ranked_query(scores, gains, labels, discounts, sigma):
-    """One query's documents in rank order: the row order, and (s, label, gain, e, discount) as rows of a
-    (5, n padded to a multiple of 8) array, with e = exp(σ(s - max s)) in (0, 1] (one exp per document instead of
-    one exp(σ·Δs) = e_h / e_o per pair). Also whether any e underflowed to 0."""
+def _ranked_query(scores, gains, labels, sigma):
+    """One query's documents in rank order: the row order, and (s, label, gain, e) as the first rows of a
+    (9, n padded to a multiple of 8) array whose other five rows :func:`_pair_discounts` fills, with
+    e = exp(σ(s - max s)) in (0, 1] (one exp per document instead of one exp(σ·Δs) = e_h / e_o per pair). Also
+    whether any e underflowed to 0."""
     n = scores.shape[0]
     # Stable descending sort: tied scores keep their row order, as LightGBM's std::stable_sort does. The pair loops
     # then read everything in rank order, from contiguous arrays.
     ranked = descending_order(scores)
-    work = np.empty((5, (n + 7) & -8))
-    s, label, gain, e, discount = work[0], work[1], work[2], work[3], work[4]
+    work = np.empty((9, (n + 7) & -8))
+    s, label, gain, e = work[0], work[1], work[2], work[3]
     underflow = False
     for k in range(n):
         s[k] = scores[ranked[k]]
         label[k] = labels[ranked[k]]
         gain[k] = gains[ranked[k]]
-        discount[k] = discounts[k]
         e[k] = np.exp(sigma * (s[k] - s[0]))
         underflow |= not e[k] > 0.0
     work[:, n:] = 1.0  # any finite value: the padding's pairs are computed but never read
     return ranked, work, underflow
+
+
+@njit(cache=True)
+def _pair_discounts(s, n, discounts, inv_idcg, truncation_level, average_ties, out):
+    """The discount terms of |ΔNDCG| for the documents of one query in rank order; returns the pair loops' last row.
+
+    Rows of ``out``: lower, upper, within, block_end, scale. A pair (i, j > i) in different tie blocks weighs
+    (upper[i] - lower[j])·scale[i]; a pair in the same block (j < block_end[i]) within[i]·scale[i]. Without
+    ``average_ties`` every document is its own block: upper = lower = D(rank), scale = 1/IDCG, and pairs count
+    while i < truncation_level (LightGBM's weights, ties in row order).
+
+    With ``average_ties`` the weights are their mean over every order of the tied documents, so the gradients do
+    not depend on the row order (which decides the ranks of ties, e.g. of all documents in the first round). For
+    a block of m tied documents at ranks [a, b), of which ranks [a, top) are above the truncation: lower = the
+    mean D over the block, upper = the mean D over [a, top), scale = (top - a) / m / IDCG (the chance that a
+    document of the block is above the truncation), and within·scale = the mean over ordered rank pairs p < q in
+    the block of (D(p) - D(q)) counted when p < top. A block that straddles the truncation extends the last row
+    to its end.
+    """
+    lower, upper, within, block_end, scale = out[0], out[1], out[2], out[3], out[4]
+    last_row = min(n - 1, truncation_level)
+    a = 0
+    while a < n:
+        b = a + 1
+        while average_ties and b < n and s[b] == s[a]:
+            b += 1
+        if b - a == 1:
+            lower[a] = upper[a] = discounts[a]
+            within[a] = 0.0
+            block_end[a] = b
+            scale[a] = inv_idcg
+            a = b
+            continue
+        m = b - a
+        top = max(min(b, truncation_level), a)
+        block_sum = 0.0
+        head_sum = 0.0
+        pair_sum = 0.0  # Σ over p < q in the block, p < top, of D(p) - D(q)
+        for p in range(b - 1, a - 1, -1):  # from the bottom, so block_sum holds the D below p
+            if p < top:
+                pair_sum += (b - 1 - p) * discounts[p] - block_sum
+                head_sum += discounts[p]
+            block_sum += discounts[p]
+        fraction = (top - a) / m
+        for k in range(a, b):
+            lower[k] = block_sum / m
+            upper[k] = head_sum / (top - a) if top > a else 0.0
+            within[k] = 2.0 * pair_sum / (m * (m - 1.0)) / fraction if top > a else 0.0
+            block_end[k] = b
+            scale[k] = inv_idcg * fraction
+        if a < truncation_level < b:
+            last_row = min(n - 1, b)
+        a = b
+    return last_row
 
 
 @njit(cache=True)
@@ -204,7 +267,7 @@ def _scatter_query(ranked, sums, sum_lambdas, query_normalization, grad, hess):
 
 @njit(cache=True)
 def _query_lambdas(k, scores, gains, labels, offsets, query_indices, discounts, inv_idcg, truncation_level, sigma,
-                   pair_normalization, query_normalization, sample_weight, grad, hess, done):
+                   pair_normalization, query_normalization, average_ties, sample_weight, grad, hess, done):
     """λ and w weighted by |ΔNDCG| of query ``query_indices[k]``, written into its rows of ``grad`` and ``hess``.
 
     Sets ``done[k]`` False, writing nothing, when a document's e underflowed: :func:`_general_query_lambdas`
@@ -219,24 +282,25 @@ def _query_lambdas(k, scores, gains, labels, offsets, query_indices, discounts, 
         grad[start:stop] = 0.0
         hess[start:stop] = 0.0
         return
-    ranked, work, underflow = _ranked_query(scores[start:stop], gains[start:stop], labels[start:stop], discounts,
-                                            sigma)
+    ranked, work, underflow = _ranked_query(scores[start:stop], gains[start:stop], labels[start:stop], sigma)
     if underflow:
         done[k] = False
         return
     s = work[0]
+    last_row = _pair_discounts(s, n, discounts, inv_idcg[q], truncation_level, average_ties, work[4:])
     # Score-difference normalisation is meaningless while all scores are equal (the first round).
     normalize_pairs = pair_normalization and s[0] != s[n - 1]
     sums = np.zeros(2 * work.shape[1])  # Σλ at 2k, Σw at 2k + 1
-    sum_lambdas = _ndcg_pairs(n, s, work[1], work[2], work[3], work[4], inv_idcg[q], min(n - 1, truncation_level),
-                              sigma, normalize_pairs, sums, np.empty(sums.shape[0]))
+    sum_lambdas = _ndcg_pairs(n, s, work[1], work[2], work[3], work[4:], last_row, sigma, normalize_pairs, sums,
+                              np.empty(sums.shape[0]))
     _scatter_query(ranked, sums, sum_lambdas, query_normalization, grad[start:stop], hess[start:stop])
     apply_sample_weight(sample_weight, start, stop, grad, hess)
 
 
 @njit(cache=True)
 def _general_query_lambdas(scores, gains, labels, discounts, inv_idcg, truncation_level, sigma, pair_normalization,
-                           query_normalization, average_precision, position, position_bias, grad, hess, bias_cost):
+                           query_normalization, average_ties, average_precision, position, position_bias, grad, hess,
+                           bias_cost):
     """As :func:`_query_lambdas`, for every case (with :func:`_general_pairs`).
 
     ``average_precision`` swaps |ΔNDCG| for |ΔAP|: ``gains`` then hold 0/1 relevance and ``inv_idcg`` is 1/R.
@@ -250,16 +314,18 @@ def _general_query_lambdas(scores, gains, labels, discounts, inv_idcg, truncatio
         grad[:] = 0.0
         hess[:] = 0.0
         return
-    ranked, work, _ = _ranked_query(scores, gains, labels, discounts, sigma)
+    ranked, work, _ = _ranked_query(scores, gains, labels, sigma)
     s = work[0]
+    last_row = _pair_discounts(s, n, discounts, inv_idcg, truncation_level, average_ties and not average_precision,
+                               work[4:])
     normalize_pairs = pair_normalization and s[0] != s[n - 1]
     debias = position.shape[0] > 0
     shown = position[ranked] - 1 if debias else position
     cost_sum = np.zeros((2, n if debias else 0))
     sums = np.zeros(2 * n)
-    sum_lambdas = _general_pairs(s[:n], work[1, :n], work[2, :n], work[3, :n], discounts, inv_idcg,
-                                 min(n - 1, truncation_level), sigma, normalize_pairs, average_precision, shown,
-                                 position_bias, sums[0::2], sums[1::2], cost_sum)
+    sum_lambdas = _general_pairs(s[:n], work[1, :n], work[2, :n], work[3, :n], work[4:, :n], inv_idcg, last_row,
+                                 sigma, normalize_pairs, average_precision, shown, position_bias, sums[0::2],
+                                 sums[1::2], cost_sum)
     for k in range(cost_sum.shape[1]):
         bias_cost[0, ranked[k]] = cost_sum[0, k]
         bias_cost[1, ranked[k]] = cost_sum[1, k]
@@ -276,35 +342,38 @@ def _ndcg_gradients_serial(scores, gains, labels, offsets, query_indices, *args)
 
 @njit(cache=True, parallel=True)
 def _ndcg_gradients_parallel(scores, gains, labels, offsets, query_indices, discounts, inv_idcg, truncation_level,
-                             sigma, pair_normalization, query_normalization, sample_weight, grad, hess, done):
+                             sigma, pair_normalization, query_normalization, average_ties, sample_weight, grad, hess,
+                             done):
     for k in prange(query_indices.shape[0]):
         _query_lambdas(np.int64(k), scores, gains, labels, offsets, query_indices, discounts, inv_idcg,
-                       truncation_level, sigma, pair_normalization, query_normalization, sample_weight, grad, hess,
-                       done)
+                       truncation_level, sigma, pair_normalization, query_normalization, average_ties, sample_weight,
+                       grad, hess, done)
 
 
 @njit(cache=True, parallel=True)
 def _general_gradients(scores, gains, labels, offsets, query_indices, discounts, inv_idcg, truncation_level, sigma,
-                       pair_normalization, query_normalization, average_precision, position, position_bias,
-                       sample_weight, grad, hess, bias_cost):
+                       pair_normalization, query_normalization, average_ties, average_precision, position,
+                       position_bias, sample_weight, grad, hess, bias_cost):
     for k in prange(query_indices.shape[0]):
         start, stop = offsets[query_indices[k]], offsets[query_indices[k] + 1]
         _general_query_lambdas(scores[start:stop], gains[start:stop], labels[start:stop], discounts,
                                inv_idcg[query_indices[k]], truncation_level, sigma, pair_normalization,
-                               query_normalization, average_precision, position[start:stop], position_bias,
-                               grad[start:stop], hess[start:stop], bias_cost[:, start:stop])
+                               query_normalization, average_ties, average_precision, position[start:stop],
+                               position_bias, grad[start:stop], hess[start:stop], bias_cost[:, start:stop])
         apply_sample_weight(sample_weight, start, stop, grad, hess)
 
 
 def lambdarank_gradients(scores, gains, labels, offsets, query_indices, discounts, inv_idcg, truncation_level,
                          sigma, pair_normalization, query_normalization, average_precision, position, position_bias,
-                         sample_weight, grad, hess, bias_cost):
+                         sample_weight, grad, hess, bias_cost, average_ties=False):
     """LambdaMART λ and w for the queries in ``query_indices``.
 
     With ``average_precision``, pairs are weighted by |ΔAP| instead of |ΔNDCG|: ``gains`` must hold 0/1 relevance
     and ``inv_idcg`` 1/R per query (0 for a query without a relevant document). ``position`` (empty for none),
     ``position_bias`` (2, n_positions) and ``bias_cost`` (2, n_samples) serve Unbiased LambdaMART, see
     :func:`update_position_bias`; without positions they may be empty (the slices of empty arrays stay empty).
+    With ``average_ties`` the |ΔNDCG| of pairs among tied scores is averaged over their orders (see
+    :func:`_pair_discounts`); |ΔAP| weights always take ties in row order.
 
     The common case (|ΔNDCG|, no positions) runs a kernel of its own; the general one, about as large again to
     compile, runs only for the other cases and for queries whose scores are so far apart that an e underflowed.
@@ -313,13 +382,13 @@ def lambdarank_gradients(scores, gains, labels, offsets, query_indices, discount
         done = np.empty(query_indices.shape[0], dtype=np.bool_)
         kernel = _ndcg_gradients_serial if numba.get_num_threads() == 1 else _ndcg_gradients_parallel
         kernel(scores, gains, labels, offsets, query_indices, discounts, inv_idcg, truncation_level, sigma,
-               pair_normalization, query_normalization, sample_weight, grad, hess, done)
+               pair_normalization, query_normalization, average_ties, sample_weight, grad, hess, done)
         if done.all():
             return
         query_indices = query_indices[~done]
     _general_gradients(scores, gains, labels, offsets, query_indices, discounts, inv_idcg, truncation_level, sigma,
-                       pair_normalization, query_normalization, average_precision, position, position_bias,
-                       sample_weight, grad, hess, bias_cost)
+                       pair_normalization, query_normalization, average_ties, average_precision, position,
+                       position_bias, sample_weight, grad, hess, bias_cost)
 
 
 def position_loss_totals(position, bias_cost, n_positions):
@@ -384,7 +453,7 @@ class LambdaRank(Objective):
                              self._normalizer, p["truncation_level"], float(p["sigma"]),
                              bool(p["pair_normalization"]), bool(p["query_normalization"]),
                              self.name == "lambdarank_map", q.position, self.position_bias, q.sample_weight, grad,
-                             hess, self._bias_cost)
+                             hess, self._bias_cost, p["ties"] == "average")
         if self._debias:
             self.loss_totals = position_loss_totals(q.position, self._bias_cost, self.position_bias.shape[1])
             if self.update_biases:

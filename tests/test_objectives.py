@@ -19,6 +19,7 @@ import pytest
 from lambdamart import LambdaMARTRanker
 from lambdamart._objectives import OBJECTIVES, TrainingQueries, make_objective
 from lambdamart._objectives.lambdarank import (
+    _all_tied_pairs,
     _general_pairs,
     _ndcg_pairs,
     _pair_discounts,
@@ -427,6 +428,8 @@ def test_averaged_ties_are_the_mean_over_every_order_of_the_tied_documents(trunc
     for _ in range(12):
         n = 6
         scores = np.round(rng.normal(size=n), 0) / 4  # a few distinct values: tie blocks of every size
+        if _ == 0:
+            scores[:] = 0.0  # the first round: one block, summed per label
         labels = rng.integers(0, 3, n).astype(float)
         offsets = np.array([0, n])
         expected_g, expected_h = np.zeros(n), np.zeros(n)
@@ -441,6 +444,28 @@ def test_averaged_ties_are_the_mean_over_every_order_of_the_tied_documents(trunc
                                             False, average_ties=True)
         np.testing.assert_allclose(averaged_g, expected_g / len(orders), rtol=1e-10, atol=1e-13)
         np.testing.assert_allclose(averaged_h, expected_h / len(orders), rtol=1e-10, atol=1e-13)
+
+
+@pytest.mark.parametrize("truncation_level", [1, 5, 30, 1000])
+def test_an_all_tied_query_is_summed_per_label_as_the_pair_loop_sums_it(truncation_level):
+    """The first round (every score equal) with ties averaged takes per-label counts instead of the n²/2 pairs of
+    one query-wide tie block: the same sums as the plain pair loop, for few and for all-distinct labels and for
+    gains that do not grow with the label."""
+    rng = np.random.default_rng(truncation_level)
+    for n, n_labels in ((2, 2), (7, 3), (40, 5), (64, 64), (203, 4)):
+        label = rng.integers(0, n_labels, n).astype(float)
+        gain = rng.permutation(np.arange(n_labels) * 1.7)[label.astype(int)]  # any gain per label value
+        s = np.zeros(n)
+        pair_discounts = np.ones((5, n))
+        last_row = _pair_discounts(s, n, discount_table(n), 0.37, truncation_level, True, pair_discounts)
+        expected = np.zeros(2 * n)
+        plain = _general_pairs(s, label, gain, np.ones(n), pair_discounts, 0.37, last_row, SIGMA, False, False,
+                               np.zeros(0, dtype=np.int64), np.ones((2, 0)), expected[0::2], expected[1::2],
+                               np.zeros((2, 0)))
+        sums = np.zeros(2 * n)
+        grouped = _all_tied_pairs(n, label, gain, pair_discounts[2, 0] * pair_discounts[4, 0], SIGMA, sums)
+        assert grouped == pytest.approx(plain, rel=1e-12)
+        np.testing.assert_allclose(sums, expected, rtol=1e-11, atol=1e-14)
 
 
 def test_averaged_ties_change_nothing_without_ties():

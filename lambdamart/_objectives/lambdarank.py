@@ -254,6 +254,39 @@ def _pair_discounts(s, n, discounts, inv_idcg, truncation_level, average_ties, o
 
 
 @njit(cache=True)
+def _all_tied_pairs(n, label, gain, weight, sigma, sums):
+    """Σλ and Σw (``sums[2k]``, ``sums[2k + 1]``) when all n documents of a query tie and ties are averaged (the
+    first round); returns the sum of all 2λ.
+
+    Every pair with different labels then weighs |Δgain|·``weight`` with ρ = 1/2 and no score-difference
+    normalisation, so each document's sums follow from the count of every label value: O(n·K) for K distinct
+    labels instead of the n²/2 pairs a query-wide tie block would take in the pair loops.
+    """
+    values = np.unique(label[:n])
+    value_of = np.searchsorted(values, label[:n])
+    counts = np.zeros(values.shape[0])
+    value_gain = np.zeros(values.shape[0])
+    for k in range(n):
+        counts[value_of[k]] += 1.0
+        value_gain[value_of[k]] = gain[k]
+    lam_unit = 0.5 * sigma * weight
+    w_unit = 0.25 * sigma * sigma * weight
+    sum_lambdas = 0.0
+    for k in range(n):
+        signed, total = 0.0, 0.0
+        for v in range(values.shape[0]):
+            if v == value_of[k]:
+                continue
+            term = abs(gain[k] - value_gain[v]) * counts[v]
+            signed += term if v > value_of[k] else -term  # pushed up by higher labels, down by lower ones
+            total += term
+        sums[2 * k] = lam_unit * signed
+        sums[2 * k + 1] = w_unit * total
+        sum_lambdas += lam_unit * total
+    return sum_lambdas
+
+
+@njit(cache=True)
 def _scatter_query(ranked, sums, sum_lambdas, query_normalization, grad, hess):
     """Write the rank-ordered Σλ (``sums[2k]``) and Σw (``sums[2k + 1]``) back to row order, normalised by
     log2(1 + Σ|λ|) / Σ|λ| with ``query_normalization``."""
@@ -291,8 +324,11 @@ def _query_lambdas(k, scores, gains, labels, offsets, query_indices, discounts, 
     # Score-difference normalisation is meaningless while all scores are equal (the first round).
     normalize_pairs = pair_normalization and s[0] != s[n - 1]
     sums = np.zeros(2 * work.shape[1])  # Σλ at 2k, Σw at 2k + 1
-    sum_lambdas = _ndcg_pairs(n, s, work[1], work[2], work[3], work[4:], last_row, sigma, normalize_pairs, sums,
-                              np.empty(sums.shape[0]))
+    if average_ties and s[0] == s[n - 1]:
+        sum_lambdas = _all_tied_pairs(n, work[1], work[2], work[6, 0] * work[8, 0], sigma, sums)
+    else:
+        sum_lambdas = _ndcg_pairs(n, s, work[1], work[2], work[3], work[4:], last_row, sigma, normalize_pairs, sums,
+                                  np.empty(sums.shape[0]))
     _scatter_query(ranked, sums, sum_lambdas, query_normalization, grad[start:stop], hess[start:stop])
     apply_sample_weight(sample_weight, start, stop, grad, hess)
 
@@ -323,9 +359,12 @@ def _general_query_lambdas(scores, gains, labels, discounts, inv_idcg, truncatio
     shown = position[ranked] - 1 if debias else position
     cost_sum = np.zeros((2, n if debias else 0))
     sums = np.zeros(2 * n)
-    sum_lambdas = _general_pairs(s[:n], work[1, :n], work[2, :n], work[3, :n], work[4:, :n], inv_idcg, last_row,
-                                 sigma, normalize_pairs, average_precision, shown, position_bias, sums[0::2],
-                                 sums[1::2], cost_sum)
+    if average_ties and not (average_precision or debias) and s[0] == s[n - 1]:
+        sum_lambdas = _all_tied_pairs(n, work[1], work[2], work[6, 0] * work[8, 0], sigma, sums)
+    else:
+        sum_lambdas = _general_pairs(s[:n], work[1, :n], work[2, :n], work[3, :n], work[4:, :n], inv_idcg, last_row,
+                                     sigma, normalize_pairs, average_precision, shown, position_bias, sums[0::2],
+                                     sums[1::2], cost_sum)
     for k in range(cost_sum.shape[1]):
         bias_cost[0, ranked[k]] = cost_sum[0, k]
         bias_cost[1, ranked[k]] = cost_sum[1, k]

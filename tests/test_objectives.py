@@ -463,7 +463,7 @@ def test_an_all_tied_query_is_summed_per_label_as_the_pair_loop_sums_it(truncati
                                np.zeros(0, dtype=np.int64), np.ones((2, 0)), expected[0::2], expected[1::2],
                                np.zeros((2, 0)))
         sums = np.zeros(2 * n)
-        grouped = _all_tied_pairs(n, label, gain, pair_discounts[2, 0] * pair_discounts[4, 0], SIGMA, sums)
+        grouped = _all_tied_pairs(n, label, gain, pair_discounts, SIGMA, sums)
         assert grouped == pytest.approx(plain, rel=1e-12)
         np.testing.assert_allclose(sums, expected, rtol=1e-11, atol=1e-14)
 

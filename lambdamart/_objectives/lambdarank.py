@@ -48,6 +48,12 @@ def _delta_ap(relevant_count, inverse_rank_sum, i, j, high_first):
     return abs((before_i + 1.0) / (i + 1.0) - relevant_count[j] / (j + 1.0) + between)
 
 
+@njit(cache=True, inline="always")
+def _discount_rows(pair_discounts):
+    """The rows of :func:`_pair_discounts`'s output by name: lower, upper, within, block_end, scale."""
+    return pair_discounts[0], pair_discounts[1], pair_discounts[2], pair_discounts[3], pair_discounts[4]
+
+
 # error_model="numpy" on the pair kernels: their divisions never divide by zero, and numba's check for it (raising
 # ZeroDivisionError) would give the pair loop an exit, which stops LLVM from vectorising it.
 @njit(cache=True, error_model="numpy")
@@ -72,8 +78,7 @@ def _ndcg_pairs(n, s, label, gain, e, pair_discounts, last_row, sigma, normalize
     """
     sum_lambdas = 0.0
     n_docs = np.uint64(n)
-    lower, upper, within, block_end, scale = (pair_discounts[0], pair_discounts[1], pair_discounts[2],
-                                              pair_discounts[3], pair_discounts[4])
+    lower, upper, within, block_end, scale = _discount_rows(pair_discounts)
     for i in range(last_row):
         row = np.uint64(i)
         s_i, label_i, gain_i, e_i = s[i], label[i], gain[i], e[i]
@@ -137,8 +142,7 @@ def _general_pairs(s, label, gain, e, pair_discounts, inv_idcg, last_row, sigma,
     if average_precision:
         relevant_count = np.cumsum(gain)
         inverse_rank_sum = np.cumsum(gain / np.arange(1.0, n + 1.0))
-    lower, upper, within, block_end, scale = (pair_discounts[0], pair_discounts[1], pair_discounts[2],
-                                              pair_discounts[3], pair_discounts[4])
+    lower, upper, within, block_end, scale = _discount_rows(pair_discounts)
     sum_lambdas = 0.0
     for i in range(last_row):
         for j in range(i + 1, n):
@@ -216,7 +220,7 @@ def _pair_discounts(s, n, discounts, inv_idcg, truncation_level, average_ties, o
     the block of (D(p) - D(q)) counted when p < top. A block that straddles the truncation extends the last row
     to its end.
     """
-    lower, upper, within, block_end, scale = out[0], out[1], out[2], out[3], out[4]
+    lower, upper, within, block_end, scale = _discount_rows(out)
     last_row = min(n - 1, truncation_level)
     a = 0
     while a < n:
@@ -254,13 +258,14 @@ def _pair_discounts(s, n, discounts, inv_idcg, truncation_level, average_ties, o
 
 
 @njit(cache=True)
-def _all_tied_pairs(n, label, gain, weight, sigma, sums):
+def _all_tied_pairs(n, label, gain, pair_discounts, sigma, sums):
     """Σλ and Σw (``sums[2k]``, ``sums[2k + 1]``) when all n documents of a query tie and ties are averaged (the
     first round); returns the sum of all 2λ.
 
-    Every pair with different labels then weighs |Δgain|·``weight`` with ρ = 1/2 and no score-difference
-    normalisation, so each document's sums follow from the count of every label value: O(n·K) for K distinct
-    labels instead of the n²/2 pairs a query-wide tie block would take in the pair loops.
+    Every pair with different labels then weighs |Δgain|·within·scale (one block: the same for every document, from
+    :func:`_pair_discounts`) with ρ = 1/2 and no score-difference normalisation, so each document's sums follow
+    from the count of every label value: O(n·K) for K distinct labels instead of the n²/2 pairs a query-wide tie
+    block would take in the pair loops.
     """
     # Label values numbered from the highest down, with the sort the pair loops already use (np.unique and
     # np.searchsorted would add two seconds of compilation to every first fit).
@@ -276,6 +281,8 @@ def _all_tied_pairs(n, label, gain, weight, sigma, sums):
         value_of[k] = n_values - 1
         counts[n_values - 1] += 1.0
         value_gain[n_values - 1] = gain[k]
+    _, _, within, _, scale = _discount_rows(pair_discounts)
+    weight = within[0] * scale[0]
     lam_unit = 0.5 * sigma * weight
     w_unit = 0.25 * sigma * sigma * weight
     sum_lambdas = 0.0
@@ -332,7 +339,7 @@ def _query_lambdas(k, scores, gains, labels, offsets, query_indices, discounts, 
     normalize_pairs = pair_normalization and s[0] != s[n - 1]
     sums = np.zeros(2 * work.shape[1])  # Σλ at 2k, Σw at 2k + 1
     if average_ties and s[0] == s[n - 1]:
-        sum_lambdas = _all_tied_pairs(n, work[1], work[2], work[6, 0] * work[8, 0], sigma, sums)
+        sum_lambdas = _all_tied_pairs(n, work[1], work[2], work[4:], sigma, sums)
     else:
         sum_lambdas = _ndcg_pairs(n, s, work[1], work[2], work[3], work[4:], last_row, sigma, normalize_pairs, sums,
                                   np.empty(sums.shape[0]))
@@ -367,7 +374,7 @@ def _general_query_lambdas(scores, gains, labels, discounts, inv_idcg, truncatio
     cost_sum = np.zeros((2, n if debias else 0))
     sums = np.zeros(2 * n)
     if average_ties and not (average_precision or debias) and s[0] == s[n - 1]:
-        sum_lambdas = _all_tied_pairs(n, work[1], work[2], work[6, 0] * work[8, 0], sigma, sums)
+        sum_lambdas = _all_tied_pairs(n, work[1], work[2], work[4:], sigma, sums)
     else:
         sum_lambdas = _general_pairs(s[:n], work[1, :n], work[2, :n], work[3, :n], work[4:, :n], inv_idcg, last_row,
                                      sigma, normalize_pairs, average_precision, shown, position_bias, sums[0::2],

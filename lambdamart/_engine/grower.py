@@ -12,7 +12,7 @@ import numpy as np
 from numba import njit, prange
 
 from .histogram import build_block, new_histograms, subtract_feature
-from .split import FeatureSplits, best_of, leaf_value, new_feature_splits, store_feature_split
+from .split import FeatureSplits, best_of, feature_best_split, leaf_value, new_feature_splits, store_feature_split
 
 
 class GrowthParams(NamedTuple):
@@ -299,23 +299,35 @@ def _split_block(k, codes, layout, rows, ordered_grad, ordered_hess, n_bins, usa
     array at the root); each searched child's entry becomes whether the feature can still split below it.
     """
     bin_offsets = layout.bin_offsets
-    small, large = np.int64(0), np.int64(1)
     build_block(codes, layout, k, rows, ordered_grad, ordered_hess, sums[0, 0], sums[0, 1], sums[0, 2], hist_small)
     for f in layout.block_members[layout.block_ptr[k]:layout.block_ptr[k + 1]]:
         if not usable_large[f]:
             # Not in this tree's features, or no threshold of it left min_samples_leaf rows on both sides of an
             # ancestor: then none does here (a subset of its rows). Its histograms below are never read again.
-            splits.gain[small, f] = splits.gain[large, f] = -np.inf
+            splits.gain[0, f] = splits.gain[1, f] = -np.inf
             continue
-        if search_small:
-            usable_small[f] = store_feature_split(splits, small, f, hist_small, bin_offsets[f], n_bins[f],
-                                                  sums[0, 0], sums[0, 1], sums[0, 2], l2, min_samples_leaf,
-                                                  min_sum_hessian)
-        if search_large:
-            subtract_feature(hist_large, hist_small, bin_offsets, f)
-            usable_large[f] = store_feature_split(splits, large, f, hist_large, bin_offsets[f], n_bins[f],
-                                                  sums[1, 0], sums[1, 1], sums[1, 2], l2, min_samples_leaf,
-                                                  min_sum_hessian)
+        # Each feature's search and its record written here, in the loop, not in a helper called per feature:
+        # every array handed to a compiled call costs a reference-count update each way, and with the six arrays
+        # of the record that was half the split search's time (LightGBM's example: 300 features of ~20 bins).
+        for side in range(2):
+            if not (search_small if side == 0 else search_large):
+                continue
+            hist = hist_small if side == 0 else hist_large
+            if side == 1:
+                subtract_feature(hist_large, hist_small, bin_offsets, f)
+            gain, b, missing_left, g, h, c, enough_rows = feature_best_split(
+                hist, bin_offsets[f], n_bins[f], sums[side, 0], sums[side, 1], sums[side, 2], l2, min_samples_leaf,
+                min_sum_hessian)
+            splits.gain[side, f] = gain
+            splits.bin[side, f] = b
+            splits.missing_left[side, f] = missing_left
+            splits.left_grad[side, f] = g
+            splits.left_hess[side, f] = h
+            splits.left_count[side, f] = c
+            if side == 0:
+                usable_small[f] = enough_rows
+            else:
+                usable_large[f] = enough_rows
 
 
 @njit(cache=True, parallel=True)

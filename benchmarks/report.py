@@ -8,7 +8,15 @@ from dask_run import WARMUP_QUERIES, WARMUP_ROUNDS
 from data import NDCG_CUTOFFS
 from folds import BASELINE, CONVENTIONS, CUTOFFS, PROTOCOLS, SIGNIFICANCE, compare_with_baseline
 from libraries import LIBRARIES, REFERENCE, XGB_MIN_CHILD_WEIGHT
-from worker import PREDICT_REPEATS, REPEATED_FIT_VALUES, SERVING_CALLS, SERVING_DOCS, TINY_ROUNDS, TINY_ROWS
+from worker import (
+    PREDICT_REPEATS,
+    REPEATED_FIT_VALUES,
+    SERVING_CALLS,
+    SERVING_DOCS,
+    SERVING_ROWS,
+    TINY_ROUNDS,
+    TINY_ROWS,
+)
 
 
 def _md_table(header, rows):
@@ -391,7 +399,8 @@ def render_notes():
 - Serving: each library's leanest documented single-query path on one thread (named in the table); LightGBM and
   XGBoost are called through their Booster, which skips their sklearn wrappers' input checks, while ours goes
   through `LambdaMARTRanker.predict` with its scikit-learn validation. The {SERVING_CALLS:,} calls score blocks of
-  {SERVING_DOCS} consecutive test rows; the first call after unpickling is timed apart and not in the percentiles.
+  {SERVING_DOCS} consecutive rows among the first {SERVING_ROWS:,} test rows, cycling (a service scores features it
+  has just computed, in cache); the first call after unpickling is timed apart and not in the percentiles.
 - The profile is `LambdaMARTRanker.fit_profile_`: the estimator times each stage of its own fit (numba kernels
   return only when their work is done); finer splits inside tree growth are not measured.
 """

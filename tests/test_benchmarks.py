@@ -146,9 +146,14 @@ def test_size_sweep_datasets_and_summary(bench, monkeypatch):
         bench.compare.parse_args(["--with-3m"])
     with pytest.raises(SystemExit):
         bench.compare.parse_args(["--sizes", "--synthetic", "10"])
-    monkeypatch.setitem(bench.data.SWEEP_QUERIES, "3k", 6)  # keep the loader quick; its rows scale with queries
+    # Keep the loader quick (its rows scale with queries): 6 training queries, then max(4, 6 / 4) test queries.
+    monkeypatch.setitem(bench.data.SWEEP_TRAIN_QUERIES, "3k", 6)
+    monkeypatch.setattr(bench.data, "SWEEP_MIN_TEST_QUERIES", 4)
     first = bench.data.datasets_from_args(args)[0]()
-    assert first["name"] == "sweep 3k" and first["arrays"]["X_train"].shape[1] == 136
+    arrays = first["arrays"]
+    assert first["name"] == "sweep 3k" and arrays["X_train"].shape[1] == 136
+    assert np.unique(arrays["qid_train"]).tolist() == list(range(6))
+    assert np.unique(arrays["qid_test"]).tolist() == list(range(6, 10))
     fit = {"fit_s": 1.0, "peak_rss": 2**30, "ndcg": {1: 0.5, 5: 0.5, 10: 0.5}}
     sections = [{"name": f"sweep {n}", "shape": {"train_rows": 1000}, "fit": {"lambdamart": fit, "lightgbm": fit}}
                 for n in ("3k", "16k")]

@@ -12,7 +12,7 @@ import numpy as np
 from numba import njit, prange
 
 from .histogram import build_block, new_histograms, subtract_feature
-from .split import FeatureSplits, best_of, feature_best_split, leaf_value, new_feature_splits, store_feature_split
+from .split import FeatureSplits, Split, best_of, feature_best_split, leaf_value, new_feature_splits
 
 
 class GrowthParams(NamedTuple):
@@ -123,18 +123,21 @@ def node_histogram(codes, layout, rows, ordered_grad, ordered_hess, sum_grad, su
 
 
 def find_node_split(hist, n_bins, bin_offsets, features, sum_grad, sum_hess, count, params):
-    """The best :class:`~.split.Split` of a node from its histogram, over the sorted ``features``."""
-    return _best_node_split(hist, n_bins, bin_offsets, features, sum_grad, sum_hess, count, params,
-                            new_feature_splits(1, n_bins.shape[0]))
+    """The best :class:`~.split.Split` of a node from its histogram, over the sorted ``features``: ties in gain go
+    to the lowest feature index, as :func:`~.split.best_of` breaks them; gain -inf when none is admissible."""
+    return _best_node_split(hist, n_bins, bin_offsets, features, sum_grad, sum_hess, count, params)
 
 
 @njit(cache=True)
-def _best_node_split(hist, n_bins, bin_offsets, features, sum_grad, sum_hess, count, params, splits):
-    node = np.int64(0)
+def _best_node_split(hist, n_bins, bin_offsets, features, sum_grad, sum_hess, count, params):
+    best = Split(-np.inf, -1, -1, False, 0.0, 0.0, 0.0)
     for f in features:
-        store_feature_split(splits, node, f, hist, bin_offsets[f], n_bins[f], sum_grad, sum_hess, count,
-                            params.l2_regularization, params.min_samples_leaf, params.min_sum_hessian)
-    return best_of(splits, node, features)
+        gain, b, missing_left, g, h, c, _ = feature_best_split(hist, bin_offsets[f], n_bins[f], sum_grad, sum_hess,
+                                                               count, params.l2_regularization,
+                                                               params.min_samples_leaf, params.min_sum_hessian)
+        if best.feature < 0 or gain > best.gain:
+            best = Split(gain, f, b, missing_left, g, h, c)
+    return best
 
 
 # ------------------------------------------------------------------------------------ the leaf-wise grower

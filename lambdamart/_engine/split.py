@@ -111,8 +111,8 @@ class Split(NamedTuple):
 class FeatureSplits(NamedTuple):
     """The best split on each feature, for one or more nodes: every array is (n_nodes, n_features).
 
-    Filled feature by feature (each by the thread that built that feature's histogram) with
-    :func:`store_feature_split`; :func:`best_of` then picks a node's best feature.
+    Filled feature by feature, each by the thread that built that feature's histogram (the grower's
+    ``_split_block``); :func:`best_of` then picks a node's best feature.
     """
 
     gain: np.ndarray
@@ -132,22 +132,6 @@ def new_feature_splits(n_nodes, n_features):
     shape = (n_nodes, n_features)
     return FeatureSplits(np.full(shape, -np.inf), np.zeros(shape, dtype=np.int64), np.zeros(shape, dtype=np.bool_),
                          np.zeros(shape), np.zeros(shape), np.zeros(shape))
-
-
-@njit(cache=True)
-def store_feature_split(splits, node, f, hist, base, n_value_bins, sum_grad, sum_hess, count, l2, min_samples_leaf,
-                        min_sum_hessian):
-    """Write the best split of ``node`` on feature ``f`` (histogram rows from ``base``) into ``splits``; returns
-    whether the feature can still split this node's descendants (see :func:`feature_best_split`)."""
-    gain, b, missing_left, g, h, c, enough_rows = feature_best_split(hist, base, n_value_bins, sum_grad, sum_hess,
-                                                                     count, l2, min_samples_leaf, min_sum_hessian)
-    splits.gain[node, f] = gain
-    splits.bin[node, f] = b
-    splits.missing_left[node, f] = missing_left
-    splits.left_grad[node, f] = g
-    splits.left_hess[node, f] = h
-    splits.left_count[node, f] = c
-    return enough_rows
 
 
 @njit(cache=True)

@@ -1,5 +1,6 @@
 """DaskLambdaMARTRanker on real LocalClusters of worker processes: the same model as a single-machine fit."""
 
+import contextlib
 import os
 import threading
 import time
@@ -159,12 +160,27 @@ def test_bad_input_fails_before_training(client, data):
         DaskLambdaMARTRanker(client=client, learning_rate=-1.0).fit(Xd, yd, qd)
 
 
+@contextlib.contextmanager
+def _closed_at_exit(cluster):
+    """Close ``cluster`` on leaving, allowing the one failure that is the CI machine's, not the fit's: distributed
+    2024.1 gives a nanny a fixed 5 s to stop its worker, and on a loaded 2-core machine (the oldest-versions run is
+    niced beside the main suite) a worker can take longer to exit; the nanny then kills it and ``close`` raises
+    TimeoutError although nothing is left running."""
+    try:
+        yield cluster
+    finally:
+        try:
+            cluster.close()
+        except TimeoutError:
+            pass
+
+
 def _fit_killing_workers(data, params, kill_after_rounds, capsys, fit_kwargs=None):
     """Fit on a LocalCluster of 3 worker processes, killing (``os._exit``) one of the fit's first workers after
     each of the rounds in ``kill_after_rounds``; the model, the kills' rounds and the fit's profile."""
     X, y, qid = data
-    with distributed.LocalCluster(n_workers=3, processes=True, threads_per_worker=1,
-                                  dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
+    cluster = distributed.LocalCluster(n_workers=3, processes=True, threads_per_worker=1, dashboard_address=":0")
+    with _closed_at_exit(cluster), distributed.Client(cluster) as client:
         first_workers = sorted(client.scheduler_info()["workers"])
         model = DaskLambdaMARTRanker(client=client, verbose=1, **params)
         outcome = {}

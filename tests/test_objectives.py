@@ -425,10 +425,10 @@ def test_averaged_ties_are_the_mean_over_every_order_of_the_tied_documents(trunc
     row order (exact: the pair weights are linear in |ΔNDCG|, and tied pairs have the same ρ and |Δs| in every
     order). Blocks above, across and below the truncation; without the query normalisation, which is not linear."""
     rng = np.random.default_rng(truncation_level)
-    for _ in range(12):
+    for trial in range(12):
         n = 6
         scores = np.round(rng.normal(size=n), 0) / 4  # a few distinct values: tie blocks of every size
-        if _ == 0:
+        if trial == 0:
             scores[:] = 0.0  # the first round: one block, summed per label
         labels = rng.integers(0, 3, n).astype(float)
         offsets = np.array([0, n])

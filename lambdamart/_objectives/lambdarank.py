@@ -264,7 +264,7 @@ def _all_tied_pairs(n, label, gain, pair_discounts, sigma, sums):
 
     Every pair with different labels then weighs |Δgain|·within·scale (one block: the same for every document, from
     :func:`_pair_discounts`) with ρ = 1/2 and no score-difference normalisation, so each document's sums follow
-    from the count of every label value: O(n·K) for K distinct labels instead of the n²/2 pairs a query-wide tie
+    from the count of every label value: O(n + K²) for K distinct labels instead of the n²/2 pairs a query-wide tie
     block would take in the pair loops.
     """
     # Label values numbered from the highest down, with the sort the pair loops already use (np.unique and
@@ -285,18 +285,21 @@ def _all_tied_pairs(n, label, gain, pair_discounts, sigma, sums):
     weight = within[0] * scale[0]
     lam_unit = 0.5 * sigma * weight
     w_unit = 0.25 * sigma * sigma * weight
-    sum_lambdas = 0.0
-    for k in range(n):
-        signed, total = 0.0, 0.0
+    # Documents with the same label have the same sums: one per label value, O(K²), then one write per document.
+    signed = np.zeros(n_values)
+    total = np.zeros(n_values)
+    for u in range(n_values):
         for v in range(n_values):
-            if v == value_of[k]:
-                continue
-            term = abs(gain[k] - value_gain[v]) * counts[v]
-            signed += term if v < value_of[k] else -term  # pushed up by higher labels, down by lower ones
-            total += term
-        sums[2 * k] = lam_unit * signed
-        sums[2 * k + 1] = w_unit * total
-        sum_lambdas += lam_unit * total
+            if v != u:
+                term = abs(value_gain[u] - value_gain[v]) * counts[v]
+                signed[u] += term if v < u else -term  # pushed up by higher labels, down by lower ones
+                total[u] += term
+    sum_lambdas = 0.0
+    for u in range(n_values):
+        sum_lambdas += lam_unit * total[u] * counts[u]
+    for k in range(n):
+        sums[2 * k] = lam_unit * signed[value_of[k]]
+        sums[2 * k + 1] = w_unit * total[value_of[k]]
     return sum_lambdas
 
 

@@ -24,6 +24,7 @@ top-level modules, with this script's directory on sys.path):
 - ``worker.py``: starting a worker process and what each worker mode (warm-up, fit, serve, profile, dask) measures;
 - ``dask_run.py``: ``--dask N``, the three Dask rankers on one LocalCluster (the client is a worker process);
 - ``data.py``: the datasets, their split by query, the five folds of a LETOR 4.0 layout, and the NDCG of test scores;
+- ``draws.py``: with ``--sizes``, NDCG@10 over several draws of the data at the smaller sizes (quality only);
 - ``folds.py``: ``--letor-folds``, the five-fold quality protocol, its metrics and paired tests;
 - ``report.py``: the markdown report;
 - ``context.py``: machine, versions, checkout, and paths as the report shows them (relative to the repository).
@@ -41,6 +42,7 @@ from pathlib import Path
 import numpy as np
 from context import display_path, git_revision, load_average, machine_info, versions
 from data import DEFAULT_QUERIES, data_shape, datasets_from_args, ndcg_on_test
+from draws import quality_over_draws
 from folds import run_letor_folds
 from libraries import LIBRARIES, benchmark_settings, installed
 from report import render_folds_report, render_report
@@ -178,7 +180,8 @@ def parse_args(argv):
                              "(and no second dataset)")
     source.add_argument("--sizes", action="store_true",
                         help="the size sweep: make_ranking_data at ~3k, 16k, 135k and 570k training rows, with a "
-                             "summary of fit time, peak memory and NDCG@10 against LightGBM and XGBoost per size")
+                             "summary of fit time, peak memory and NDCG@10 against LightGBM and XGBoost per size, "
+                             "and NDCG@10 over several draws of the data at the smaller sizes")
     source.add_argument("--letor-folds", metavar="LETOR4_DIR",
                         help="ranking quality only: the five folds of a LETOR 4.0 directory (Fold1..Fold5 or the "
                              "parts S1.txt..S5.txt), two protocols, every objective of ours (report: "
@@ -278,9 +281,10 @@ def main(argv=None):
             _progress(f"[{dataset['name']}] {dataset['source']}")
             sections.append(benchmark_dataset(dataset, libraries, args, Path(tmp)))
             del dataset
+    draws = quality_over_draws(libraries, settings_from_args(args)) if args.sizes and "lambdamart" in libraries else []
     meta["load_after"] = load_average()
-    _write_report(render_report(meta, sections, libraries, skipped), args.output)
-    return 1 if any(section["errors"] for section in sections) else 0
+    _write_report(render_report(meta, sections, libraries, skipped, draws), args.output)
+    return 1 if any(part["errors"] for part in sections + draws) else 0
 
 
 def letor_folds_main(args, libraries, meta):

@@ -6,6 +6,7 @@ Rendering only: every figure comes from the workers' results and the run's metad
 import numpy as np
 from dask_run import WARMUP_QUERIES, WARMUP_ROUNDS
 from data import NDCG_CUTOFFS
+from draws import paired_difference
 from folds import BASELINE, CONVENTIONS, CUTOFFS, PROTOCOLS, SIGNIFICANCE, compare_with_baseline
 from libraries import LIBRARIES, REFERENCE, XGB_MIN_CHILD_WEIGHT
 from worker import (
@@ -42,7 +43,7 @@ def _ratio(ours, ref):
     return "–" if ours is None or ref in (None, 0) else f"{ours / ref:.2f}×"
 
 
-def render_report(meta, sections, libraries, skipped):
+def render_report(meta, sections, libraries, skipped, draws=()):
     parts = [
         *_header("# Benchmark: LambdaMARTRanker vs LightGBM vs XGBoost", meta),
         "  (other work on a shared machine makes every figure noisier; multi-threaded runs suffer most)",
@@ -54,6 +55,8 @@ def render_report(meta, sections, libraries, skipped):
     parts += [f"- `{LIBRARIES[n].estimator}({_kwargs(LIBRARIES[n].params(meta['settings']))})`" for n in libraries]
     if len(sections) > 1:
         parts += ["", *_summary_table(sections, libraries)]
+    if draws:
+        parts += ["", *_draws_table(draws, libraries)]
     for section in sections:
         parts += ["", *render_section(section, libraries)]
     parts += ["", render_notes()]
@@ -119,6 +122,32 @@ def _summary_table(sections, libraries):
                      *[f"{_ndcg(fits[n], 10):.4f}" if n in fits else "–" for n in libraries]])
     return ["## Summary: lambdamart's fit time and peak memory over each library's, per dataset", "",
             _md_table(header, rows)]
+
+
+def _draws_table(draws, libraries):
+    """Mean NDCG@10 per library over draws of the data, and ours minus each other library's, paired by draw."""
+    others = [n for n in libraries if n != "lambdamart"]
+    header = ["dataset", "draws", *[f"NDCG@10 {n} (mean)" for n in libraries],
+              *[f"lambdamart − {n} (mean ± s.e.; t-test p)" for n in others]]
+    rows = []
+    for part in draws:
+        scores = part["ndcg10"]
+        cells = []
+        for n in others:
+            if "lambdamart" in scores and n in scores:
+                mean, se, p = paired_difference(scores["lambdamart"], scores[n])
+                cells.append(f"{mean:+.4f} ± {se:.4f}; p {p:.2g}")
+            else:
+                cells.append("–")
+        rows.append([part["name"], part["draws"], *[f"{np.mean(scores[n]):.4f}" if n in scores else "–"
+                                                    for n in libraries], *cells])
+    errors = [f"- {part['name']}: {error}" for part in draws for error in part["errors"]]
+    return ["## NDCG@10 over draws of the data (make_ranking_data with random_state 0, 1, ...; draw 0 is the data "
+            "timed below)", "",
+            "On the smaller sizes one draw of the training queries moves NDCG@10 about as much as the libraries "
+            "differ, so every library is also fitted on several draws (in the parent process, after the timed runs; "
+            "quality only) and the difference is averaged over them. The summary's NDCG@10 columns are draw 0.", "",
+            _md_table(header, rows), *(["", "**Failed:**", "", *errors] if errors else [])]
 
 
 def _training_table(fits, libraries):

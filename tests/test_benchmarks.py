@@ -25,7 +25,7 @@ def bench():
     """The benchmark's modules, imported as the script imports them: with benchmarks/ on sys.path."""
     with pytest.MonkeyPatch.context() as patch:
         patch.syspath_prepend(str(BENCHMARKS))
-        modules = ("compare", "data", "libraries", "report", "dask_run", "folds", "factors")
+        modules = ("compare", "data", "libraries", "report", "dask_run", "folds", "factors", "draws")
         return SimpleNamespace(**{name: importlib.import_module(name) for name in modules})
 
 
@@ -159,6 +159,30 @@ def test_size_sweep_datasets_and_summary(bench, monkeypatch):
                 for n in ("3k", "16k")]
     summary = "\n".join(bench.report._summary_table(sections, ["lambdamart", "lightgbm"]))
     assert "| sweep 3k | 1,000 | 1.00× | 1.00× | 0.5000 | 0.5000 |" in summary
+
+
+def test_quality_over_draws_fits_every_library_on_every_draw(bench, monkeypatch):
+    """--sizes also fits each library on several draws of the small sizes; the report averages the paired
+    differences over the draws."""
+    for size in list(bench.data.SWEEP_QUALITY_DRAWS):
+        monkeypatch.delitem(bench.data.SWEEP_QUALITY_DRAWS, size)
+    monkeypatch.setitem(bench.data.SWEEP_QUALITY_DRAWS, "3k", 2)
+    monkeypatch.setitem(bench.data.SWEEP_TRAIN_QUERIES, "3k", 6)
+    monkeypatch.setattr(bench.data, "SWEEP_MIN_TEST_QUERIES", 4)
+    libraries = ["lambdamart"] + [n for n in ("lightgbm",) if importlib.util.find_spec(n) is not None]
+    draws = bench.draws.quality_over_draws(libraries, bench.libraries.benchmark_settings(rounds=3, threads=1))
+    assert [part["name"] for part in draws] == ["sweep 3k"] and draws[0]["errors"] == []
+    assert {n: len(v) for n, v in draws[0]["ndcg10"].items()} == {n: 2 for n in libraries}
+    ours = draws[0]["ndcg10"]["lambdamart"]
+    assert ours[0] != ours[1]  # two different draws of the data
+
+    mean, se, p = bench.draws.paired_difference([0.5, 0.6, 0.7], [0.4, 0.6, 0.5])
+    assert mean == pytest.approx(0.1) and se == pytest.approx(0.1 / np.sqrt(3)) and 0 < p < 1
+    draws = [{"name": "sweep 3k", "draws": 3, "ndcg10": {"lambdamart": [0.5, 0.6, 0.7], "lightgbm": [0.4, 0.6, 0.5]},
+              "errors": ["xgboost, draw 1: ValueError: boom"]}]
+    table = "\n".join(bench.report._draws_table(draws, ["lambdamart", "lightgbm", "xgboost"]))
+    assert "| sweep 3k | 3 | 0.6000 | 0.5000 | – | +0.1000 ± 0.0577; p 0.23 | – |" in table
+    assert "- sweep 3k: xgboost, draw 1: ValueError: boom" in table
 
 
 def test_report_paths_are_relative_to_the_repository(bench):

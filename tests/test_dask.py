@@ -14,6 +14,7 @@ distributed = pytest.importorskip("distributed")
 
 import joblib  # noqa: E402
 import sklearn  # noqa: E402
+from helpers import local_cluster  # noqa: E402
 from sklearn.datasets import dump_svmlight_file  # noqa: E402
 from sklearn.model_selection import GridSearchCV, GroupKFold, RandomizedSearchCV  # noqa: E402
 
@@ -26,8 +27,7 @@ from lambdamart.scoring import ndcg_scorer  # noqa: E402
 @pytest.fixture(scope="module")
 def client():
     """A client of a LocalCluster with two single-threaded worker processes, closed after the module."""
-    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
-                                  dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
+    with local_cluster(2) as client:
         yield client
 
 

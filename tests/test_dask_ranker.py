@@ -1,6 +1,5 @@
 """DaskLambdaMARTRanker on real LocalClusters of worker processes: the same model as a single-machine fit."""
 
-import contextlib
 import os
 import threading
 import time
@@ -13,6 +12,8 @@ dd = pytest.importorskip("dask.dataframe")
 distributed = pytest.importorskip("distributed")
 pd = pytest.importorskip("pandas")
 
+from helpers import local_cluster  # noqa: E402
+
 from lambdamart import LambdaMARTRanker  # noqa: E402
 from lambdamart.dask import DaskLambdaMARTRanker  # noqa: E402
 from lambdamart.datasets import make_ranking_data  # noqa: E402
@@ -22,8 +23,7 @@ pytestmark = pytest.mark.slow  # cluster start-up and worker processes: seconds 
 
 @pytest.fixture(scope="module", params=[2, 3], ids=["2 workers", "3 workers"])
 def client(request):
-    with distributed.LocalCluster(n_workers=request.param, processes=True, threads_per_worker=1,
-                                  dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
+    with local_cluster(request.param) as client:
         yield client
 
 
@@ -160,27 +160,11 @@ def test_bad_input_fails_before_training(client, data):
         DaskLambdaMARTRanker(client=client, learning_rate=-1.0).fit(Xd, yd, qd)
 
 
-@contextlib.contextmanager
-def _closed_at_exit(cluster):
-    """Close ``cluster`` on leaving, allowing the one failure that is the CI machine's, not the fit's: distributed
-    2024.1 gives a nanny a fixed 5 s to stop its worker, and on a loaded 2-core machine (the oldest-versions run is
-    niced beside the main suite) a worker can take longer to exit; the nanny then kills it and ``close`` raises
-    TimeoutError although nothing is left running."""
-    try:
-        yield cluster
-    finally:
-        try:
-            cluster.close()
-        except TimeoutError:
-            pass
-
-
 def _fit_killing_workers(data, params, kill_after_rounds, capsys, fit_kwargs=None):
     """Fit on a LocalCluster of 3 worker processes, killing (``os._exit``) one of the fit's first workers after
     each of the rounds in ``kill_after_rounds``; the model, the kills' rounds and the fit's profile."""
     X, y, qid = data
-    cluster = distributed.LocalCluster(n_workers=3, processes=True, threads_per_worker=1, dashboard_address=":0")
-    with _closed_at_exit(cluster), distributed.Client(cluster) as client:
+    with local_cluster(3) as client:
         first_workers = sorted(client.scheduler_info()["workers"])
         model = DaskLambdaMARTRanker(client=client, verbose=1, **params)
         outcome = {}
@@ -318,8 +302,7 @@ def test_a_lost_scheduler_ends_the_fit_and_its_checkpoints_continue_it(data, tmp
     assert "warm_start=True" in str(error) and not hasattr(model, "_trees")
     checkpointed = max(int(p.name[6:12]) for p in tmp_path.glob("round-*.npz"))
     assert 10 <= checkpointed < 300, checkpointed
-    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
-                                  dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
+    with local_cluster(2) as client:
         resumed = DaskLambdaMARTRanker(client=client, warm_start=True, **params).fit(*_dask(X, y, qid))
     local = LambdaMARTRanker(**{**params, "checkpoint_dir": None}).fit(X, y, qid)
     assert_same_model(resumed, local, X)

@@ -881,15 +881,48 @@ def test_predict_rows_walked_together_match_one_row_at_a_time(seed):
     cells = rng.random(X.shape)
     X[cells < 0.15] = rng.choice(values, size=int((cells < 0.15).sum()))
     X[(cells >= 0.15) & (cells < 0.25)] = np.nan
+    assert np.any(walk_layout(concatenate_trees(trees)).lockstep_depth < walk_layout(concatenate_trees(trees)).depth)
     for ens in (concatenate_trees(trees), concatenate_trees(trees[:1]), concatenate_trees([])):
-        args = walk_args(ens)
-        for n in (0, 1, 7, 8, 9, 63, 64, 65, 100, 200):
-            for dtype in (np.float64, np.float32):
-                with np.errstate(over="ignore"):  # 1e300 becomes inf in float32
-                    X_n = np.ascontiguousarray(X[:n], dtype=dtype)
-                expected = reference_predict(ens, X_n)  # each row walks each tree alone, in plain Python
-                np.testing.assert_array_equal(predict_serial(X_n, *args), expected)
-                np.testing.assert_array_equal(predict_on_threads(X_n, *args), expected)
+        layout = walk_layout(ens)
+        # The layout's lock-step levels, then none (every row walks on alone) and all (every row to the depth).
+        for lockstep in (layout.lockstep_depth, np.zeros_like(layout.depth), layout.depth):
+            args = tuple(layout._replace(lockstep_depth=lockstep))
+            for n in (0, 1, 7, 8, 9, 63, 64, 65, 100, 200):
+                for dtype in (np.float64, np.float32):
+                    with np.errstate(over="ignore"):  # 1e300 becomes inf in float32
+                        X_n = np.ascontiguousarray(X[:n], dtype=dtype)
+                    expected = reference_predict(ens, X_n)  # each row walks each tree alone, in plain Python
+                    np.testing.assert_array_equal(predict_serial(X_n, *args), expected)
+                    np.testing.assert_array_equal(predict_on_threads(X_n, *args), expected)
+
+
+def test_rows_walk_together_to_the_level_where_few_training_rows_remain():
+    """The walk's lock-step levels per tree: a long chain whose deep leaves hold few training rows is walked
+    together only to where most rows have stopped; a balanced tree, and a tree without row counts (as an imported
+    model may be), all the way down."""
+    def chain(depth, counts):
+        # Node 2k + 1 is the leaf at depth k + 1, node 2k + 2 the split below it; the last split has two leaves.
+        n = 2 * depth + 1
+        left = np.full(n, -1, dtype=np.int32)
+        right = np.full(n, -1, dtype=np.int32)
+        splits = np.r_[0, np.arange(2, n - 1, 2)]
+        left[splits], right[splits] = splits + 1, splits + 2
+        count = np.zeros(n, dtype=np.int64)
+        count[left < 0] = counts
+        return dict(feature=np.where(left >= 0, 0, -1).astype(np.int32), threshold=np.zeros(n),
+                    missing_left=np.zeros(n, dtype=bool), left=left, right=right, value=np.zeros(n), gain=np.zeros(n),
+                    count=count)
+
+    rows_by_leaf_depth = np.r_[900, 50, 30, 10, np.full(8, 1), 1]  # leaves at depths 1..12, and the last one
+    tree = chain(12, rows_by_leaf_depth)
+    no_counts = chain(12, 0)
+    balanced = dict(feature=np.array([0, 0, 0, -1, -1, -1, -1], dtype=np.int32), threshold=np.zeros(7),
+                    missing_left=np.zeros(7, dtype=bool), left=np.array([1, 3, 5, -1, -1, -1, -1], np.int32),
+                    right=np.array([2, 4, 6, -1, -1, -1, -1], np.int32), value=np.zeros(7), gain=np.zeros(7),
+                    count=np.array([0, 0, 0, 5, 5, 5, 5]))
+    layout = walk_layout(concatenate_trees([tree, no_counts, balanced]))
+    assert layout.depth.tolist() == [12, 12, 2]
+    assert 1 <= layout.lockstep_depth[0] <= 4 and layout.lockstep_depth[1:].tolist() == [12, 2]
 
 
 def test_concatenate_trees_layout():

@@ -23,6 +23,7 @@ from lambdamart._objectives.lambdarank import (
     _general_pairs,
     _ndcg_pairs,
     _pair_discounts,
+    _tail_pairs,
     discount_table,
     inverse_ideal_dcg,
     lambdarank_gradients,
@@ -444,6 +445,40 @@ def test_averaged_ties_are_the_mean_over_every_order_of_the_tied_documents(trunc
                                             False, average_ties=True)
         np.testing.assert_allclose(averaged_g, expected_g / len(orders), rtol=1e-10, atol=1e-13)
         np.testing.assert_allclose(averaged_h, expected_h / len(orders), rtol=1e-10, atol=1e-13)
+
+
+@pytest.mark.parametrize("normalize_pairs", [False, True])
+@pytest.mark.parametrize("block", [2, 3, 40, 500])
+def test_a_tie_block_across_the_truncation_is_summed_per_label_as_the_pair_loop_sums_it(block, normalize_pairs):
+    """Later rounds with ties averaged: the rows of a tie block below the truncation level are taken per label value
+    (_tail_pairs) rather than pair by pair, with the same sums as the plain loop over every row of the block."""
+    rng = np.random.default_rng(block)
+    n_labels, truncation_level = 5, 10
+    n = 9 + block + 50  # distinct scores, the block from rank 9 on (across the level), distinct scores again
+    n_pad = (n + 7) & -8
+    s = np.ones(n_pad)
+    s[:n] = np.r_[np.linspace(3.0, 2.0, 9), np.full(block, 1.5), np.linspace(1.0, -2.0, 50)]
+    label = np.ones(n_pad)
+    label[:n] = rng.integers(0, n_labels, n)
+    gain = np.ones(n_pad)
+    gain[:n] = rng.permutation(np.arange(n_labels) * 1.7)[label[:n].astype(int)]  # any gain per label value
+    e = np.ones(n_pad)
+    e[:n] = np.exp(SIGMA * (s[:n] - s[0]))
+    pair_discounts = np.ones((5, n_pad))
+    last_row = _pair_discounts(s, n, discount_table(n), 0.37, truncation_level, True, pair_discounts)
+    assert last_row == min(n - 1, 9 + block) > truncation_level  # the block reaches past the level
+    sums = np.zeros(2 * n_pad)
+    fast = _ndcg_pairs(n, s, label, gain, e, pair_discounts, truncation_level, SIGMA, normalize_pairs, sums,
+                       np.empty(2 * n_pad))
+    fast += _tail_pairs(n, s, label, gain, e, pair_discounts, truncation_level, 9 + block, SIGMA, normalize_pairs,
+                        sums)
+    lam, w = np.zeros(n), np.zeros(n)
+    plain = _general_pairs(s[:n], label[:n], gain[:n], e[:n], pair_discounts[:, :n], 0.37, last_row, SIGMA,
+                           normalize_pairs, False, np.zeros(0, dtype=np.int64), np.ones((2, 0)), lam, w,
+                           np.zeros((2, 0)))
+    assert fast == pytest.approx(plain, rel=1e-11)
+    np.testing.assert_allclose(sums[0:2 * n:2], lam, rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(sums[1:2 * n:2], w, rtol=1e-10, atol=1e-13)
 
 
 @pytest.mark.parametrize("truncation_level", [1, 5, 30, 1000])

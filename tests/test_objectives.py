@@ -31,6 +31,7 @@ from lambdamart._objectives.lambdarank import (
 from lambdamart._objectives.listwise import listmle_gradients, listnet_gradients
 from lambdamart._objectives.pairwise import ranknet_gradients
 from lambdamart._objectives.pointwise import pointwise_gradients
+from lambdamart._parallel import parallel_region
 from lambdamart._sort import descending_order
 from lambdamart.metrics import mean_average_precision, ndcg
 
@@ -479,6 +480,36 @@ def test_a_tie_block_across_the_truncation_is_summed_per_label_as_the_pair_loop_
     assert fast == pytest.approx(plain, rel=1e-11)
     np.testing.assert_allclose(sums[0:2 * n:2], lam, rtol=1e-10, atol=1e-13)
     np.testing.assert_allclose(sums[1:2 * n:2], w, rtol=1e-10, atol=1e-13)
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_queries_with_a_long_tie_block_across_the_truncation_get_the_plain_loops_gradients(n_jobs):
+    """Through lambdarank_gradients: queries whose tie block reaches far past the truncation level (taken apart, per
+    label value) among ordinary ones, with sample weights and both normalisations, give what the plain pair loops
+    of the general kernel give."""
+    from lambdamart._objectives.lambdarank import _TAIL_ROWS, _general_gradients
+
+    rng = np.random.default_rng(3)
+    parts = []
+    for block in (0, 300, 5, 2 + _TAIL_ROWS + 1, 120):  # none, long ones, short ones (left in the pair loops)
+        scores = np.r_[rng.normal(2.0, 0.3, 8), np.full(block, 1.0), rng.normal(0.0, 0.5, 30)]  # block from rank 8
+        parts.append((scores, rng.integers(0, 5, scores.shape[0]).astype(float)))
+    scores = np.concatenate([p[0] for p in parts])
+    labels = np.concatenate([p[1] for p in parts])
+    offsets = np.r_[0, np.cumsum([p[0].shape[0] for p in parts])].astype(np.int64)
+    weights = rng.uniform(0.5, 2.0, scores.shape[0])
+    gains = gains_array(labels, "exponential")
+    discounts = discount_table(int(np.diff(offsets).max()))
+    inv_idcg = inverse_ideal_dcg(gains, offsets, discounts, 10)
+    queries = np.arange(offsets.shape[0] - 1, dtype=np.int64)
+    expected_g, expected_h = np.zeros(scores.shape[0]), np.zeros(scores.shape[0])
+    _general_gradients(scores, gains, labels, offsets, queries, discounts, inv_idcg, 10, SIGMA, True, True, True,
+                       False, NO_POSITION, NO_BIAS, weights, expected_g, expected_h, NO_BIAS)
+    with parallel_region(n_jobs):
+        g, h = run_kernel(scores, labels, offsets, "exponential", 10, SIGMA, True, True, sample_weight=weights,
+                          average_ties=True)
+    np.testing.assert_allclose(g, expected_g, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(h, expected_h, rtol=1e-9, atol=1e-12)
 
 
 @pytest.mark.parametrize("truncation_level", [1, 5, 30, 1000])

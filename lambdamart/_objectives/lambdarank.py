@@ -323,6 +323,11 @@ def _all_tied_pairs(n, label, gain, pair_discounts, sigma, sums):
     return sum_lambdas
 
 
+# Rows of a tie block past the truncation level up to which they stay in the pair loops (a few times the query's
+# length in pairs, like the truncation level's own rows); beyond, _tail_pairs takes them per label value.
+_TAIL_ROWS = 16
+
+
 @njit(cache=True, error_model="numpy")
 def _tail_pairs(n, s, label, gain, e, pair_discounts, first, stop, sigma, normalize_pairs, sums):
     """Add the pairs (i, j > i) of the rows ``first:stop`` to ``sums``: the rows of a tie block that straddles the
@@ -403,12 +408,13 @@ def _query_lambdas(k, scores, gains, labels, offsets, query_indices, discounts, 
     if average_ties and s[0] == s[n - 1]:
         sum_lambdas = _all_tied_pairs(n, work[1], work[2], work[4:], sigma, sums)
     else:
-        # A tie block straddling the truncation level extends the pair rows to its end (last_row): its rows below
-        # the level go to _tail_pairs, which takes them per label value.
+        # A tie block straddling the truncation level extends the pair rows to its end (last_row); when it reaches
+        # far past the level, _tail_pairs takes its rows below the level per label value instead.
         top = min(n - 1, truncation_level)
-        sum_lambdas = _ndcg_pairs(n, s, work[1], work[2], work[3], work[4:], top, sigma, normalize_pairs, sums,
-                                  np.empty(sums.shape[0]))
-        if last_row > top:
+        long_tail = last_row > top + _TAIL_ROWS
+        sum_lambdas = _ndcg_pairs(n, s, work[1], work[2], work[3], work[4:], top if long_tail else last_row, sigma,
+                                  normalize_pairs, sums, np.empty(sums.shape[0]))
+        if long_tail:
             sum_lambdas += _tail_pairs(n, s, work[1], work[2], work[3], work[4:], top,
                                        np.int64(_discount_rows(work[4:])[3][top]), sigma, normalize_pairs, sums)
     _scatter_query(ranked, sums, sum_lambdas, query_normalization, grad[start:stop], hess[start:stop])

@@ -66,13 +66,11 @@ def walk_layout(trees):
     new_index = np.full(n_nodes, -1, dtype=np.int64)
     new_index[tree_starts] = tree_starts
     next_free = tree_starts + 1
-    depth = np.zeros(tree_starts.shape[0], dtype=np.int64)
     node_depth = np.zeros(n_nodes, dtype=np.int64)
     level, d = tree_starts, 0
     while level.shape[0]:
         if d > n_nodes:
             raise ValueError("the trees' child indices form a cycle; a model's trees must be trees.")
-        depth[np.searchsorted(tree_starts, level, "right") - 1] = d
         node_depth[level] = d
         parents = np.sort(level[split[level]])
         tree = np.searchsorted(tree_starts, parents, "right") - 1
@@ -95,9 +93,12 @@ def walk_layout(trees):
     step[new_index] = np.where(split, split_step, leaf_step)
     key[new_index] = np.where(split, split_key, _NAN_RIGHT)
     value[new_index] = trees["value"]
+    # Each tree's depth is its deepest leaf's.
     leaves = np.flatnonzero(~split)
-    lockstep = _lockstep_depth(np.searchsorted(tree_starts, leaves, "right") - 1, node_depth[leaves],
-                               trees["count"][leaves], depth)
+    tree_of_leaf = np.searchsorted(tree_starts, leaves, "right") - 1
+    depth = np.zeros(tree_starts.shape[0], dtype=np.int64)
+    np.maximum.at(depth, tree_of_leaf, node_depth[leaves])
+    lockstep = _lockstep_depth(tree_of_leaf, node_depth[leaves], trees["count"][leaves], depth)
     return WalkLayout(step, key, value, depth, tree_starts, lockstep)
 
 

@@ -24,7 +24,7 @@ top-level modules, with this script's directory on sys.path):
 - ``worker.py``: starting a worker process and what each worker mode (warm-up, fit, serve, profile, dask) measures;
 - ``dask_run.py``: ``--dask N``, the three Dask rankers on one LocalCluster (the client is a worker process);
 - ``data.py``: the datasets, their split by query, the five folds of a LETOR 4.0 layout, and the NDCG of test scores;
-- ``draws.py``: with ``--sizes``, NDCG@10 over several draws of the data at the smaller sizes (quality only);
+- ``draws.py``: with ``--sizes``, NDCG@10 over several draws of the data at every size but 3M (quality only);
 - ``folds.py``: ``--letor-folds``, the five-fold quality protocol, its metrics and paired tests;
 - ``report.py``: the markdown report;
 - ``context.py``: machine, versions, checkout, and paths as the report shows them (relative to the repository).
@@ -181,7 +181,7 @@ def parse_args(argv):
     source.add_argument("--sizes", action="store_true",
                         help="the size sweep: make_ranking_data at ~3k, 16k, 135k and 570k training rows, with a "
                              "summary of fit time, peak memory and NDCG@10 against LightGBM and XGBoost per size, "
-                             "and NDCG@10 over several draws of the data at the smaller sizes")
+                             "and NDCG@10 over several draws of the data at every size but 3M")
     source.add_argument("--letor-folds", metavar="LETOR4_DIR",
                         help="ranking quality only: the five folds of a LETOR 4.0 directory (Fold1..Fold5 or the "
                              "parts S1.txt..S5.txt), two protocols, every objective of ours (report: "

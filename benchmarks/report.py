@@ -144,9 +144,9 @@ def _draws_table(draws, libraries):
     errors = [f"- {part['name']}: {error}" for part in draws for error in part["errors"]]
     return ["## NDCG@10 over draws of the data (make_ranking_data with random_state 0, 1, ...; draw 0 is the data "
             "timed below)", "",
-            "On the smaller sizes one draw of the training queries moves NDCG@10 about as much as the libraries "
-            "differ, so every library is also fitted on several draws (in the parent process, after the timed runs; "
-            "quality only) and the difference is averaged over them. The summary's NDCG@10 columns are draw 0.", "",
+            "One draw of the training queries moves NDCG@10 about as much as the libraries differ, so every "
+            "library is also fitted on several draws (in the parent process, after the timed runs; quality only) "
+            "and the difference is averaged over them. The summary's NDCG@10 columns are draw 0.", "",
             _md_table(header, rows), *(["", "**Failed:**", "", *errors] if errors else [])]
 
 

@@ -153,7 +153,7 @@ def _encode(state, params):
             arrays[f"init_{name}"] = value
     header = {
         "format": FORMAT, "format_version": FORMAT_VERSION, "lambdamart_version": __version__,
-        "params": _encode_params(params),
+        "params": encode_params(params),
         "feature_names": None if state.feature_names is None else [str(n) for n in state.feature_names],
         "rounds": len(trees), "record": _encode_record(state.record),
         "rng": {which: [int(s) for s in getattr(state, which)[2:4]] + [float(getattr(state, which)[4])]
@@ -166,7 +166,7 @@ def _encode(state, params):
     return buffer.getvalue()
 
 
-def _encode_params(params):
+def encode_params(params):
     """The parameters as the model file encodes them; a random state object counts as None (its state is saved)."""
     return {name: None if isinstance(value, (np.random.RandomState, np.random.Generator))
             else encode_param(name, value) for name, value in params.items() if name != "client"}
@@ -243,20 +243,22 @@ def read(path):
         if len(trees) != header["rounds"] or (init and set(init) != set(NODE_DTYPES) | {"tree_starts"}):
             raise ValueError("its parts do not agree")
     except (OSError, EOFError, zipfile.BadZipFile, KeyError, TypeError, IndexError, ValueError) as error:
+        if "allow_pickle" in str(error):  # numpy's advice to load it unsafely: not for a file meant to hold none
+            error = "it holds pickled Python objects, which no checkpoint does (it was not written by lambdamart)"
         raise ValueError(f"cannot read the checkpoint {path}: {error}") from None
     return Checkpoint(path=Path(path), state=state, params=header["params"])
 
 
-def check_compatible(checkpoint, params):
-    """Raise a ValueError naming the parameters that differ between ``params`` and the checkpoint's fit."""
-    mine = _encode_params(params)
+def check_compatible(earlier, params, source):
+    """Raise a ValueError naming the parameters that differ between ``params`` and ``earlier``, those of the fit
+    to continue (as :func:`encode_params` gives them), which ``source`` names for the message."""
+    mine = encode_params(params)
     differ = sorted(name for name, value in mine.items()
-                    if name not in RESUMABLE_CHANGES and value != checkpoint.params.get(name, value))
+                    if name not in RESUMABLE_CHANGES and value != earlier.get(name, value))
     if differ:
-        shown = ", ".join(f"{n}={checkpoint.params.get(n)!r} there, {params[n]!r} here" for n in differ)
-        raise ValueError(f"the checkpoint {checkpoint.path} comes from a fit with other parameters ({shown}); "
-                         f"continue with the same parameters, or set warm_start=False (or choose another "
-                         f"checkpoint_dir) to fit afresh.")
+        shown = ", ".join(f"{n}={earlier.get(n)!r} there, {params[n]!r} here" for n in differ)
+        raise ValueError(f"{source} comes from a fit with other parameters ({shown}); continue with the same "
+                         f"parameters, or set warm_start=False (or choose another checkpoint_dir) to fit afresh.")
 
 
 def _checkpoint_files(directory):

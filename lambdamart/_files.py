@@ -2,6 +2,7 @@
 
 import os
 import secrets
+import stat
 from pathlib import Path
 
 
@@ -13,20 +14,40 @@ def write_atomically(path, text, encoding="utf-8"):
     fsynced so the rename itself survives a power cut. A reader sees the old file or the new one; a process killed
     at any moment leaves the old one intact (and at worst a ``.NAME.*.tmp`` file beside it).
 
+    A symbolic link is followed (the file it points to is replaced, the link stays), a replaced file keeps its
+    permissions, and a path that is not a regular file (``/dev/stdout``, a named pipe) is written to directly, as
+    ``open`` would: renaming over it would replace a device or a pipe with a plain file.
+
     Parameters
     ----------
     path : str or os.PathLike
     text : str or bytes
     encoding : str, default="utf-8"
         The encoding of a str ``text``.
+
+    Raises
+    ------
+    ValueError
+        When ``path`` names a directory (or ends with a separator).
     """
-    path = Path(path)
+    given = os.fspath(path)
+    if given == "" or given.endswith(("/", os.sep)) or os.path.isdir(given):
+        raise ValueError(f"{given!r} names a directory; give the path of a file to write.")
+    binary = isinstance(text, bytes)
+    mode = "b" if binary else ""
+    options = dict(encoding=None if binary else encoding, newline=None if binary else "")
+    existing = os.stat(given) if os.path.exists(given) else None  # through links, /dev/fd/N's included
+    if existing is not None and not stat.S_ISREG(existing.st_mode):
+        with open(given, "w" + mode, **options) as f:
+            f.write(text)
+        return
+    path = Path(os.path.realpath(given))
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
     try:
         # "x": never follow or clobber an existing file; created with the process's umask, like a plain open().
-        binary = isinstance(text, bytes)
-        with open(tmp, "xb" if binary else "x", encoding=None if binary else encoding,
-                  newline=None if binary else "") as f:
+        with open(tmp, "x" + mode, **options) as f:
+            if existing is not None:
+                os.chmod(f.fileno(), stat.S_IMODE(existing.st_mode))
             f.write(text)
             f.flush()
             os.fsync(f.fileno())

@@ -124,12 +124,21 @@ def group_from_sizes(group, n_samples):
     sizes = np.asarray(group)
     if sizes.ndim != 1 or sizes.size == 0:
         raise ValueError("group must be a non-empty one-dimensional array of query sizes.")
+    if sizes.dtype == object:  # e.g. a list of Python or pandas integers
+        try:
+            sizes = sizes.astype(np.float64)
+        except (TypeError, ValueError, OverflowError):
+            raise ValueError("group sizes must be whole numbers of rows.") from None
     if sizes.dtype.kind not in "iu":
         if sizes.dtype.kind != "f" or not np.all(np.isfinite(sizes)) or np.any(sizes != np.round(sizes)):
             raise ValueError("group sizes must be whole numbers of rows.")
-    sizes = sizes.astype(np.int64)
     if np.any(sizes < 1):
         raise ValueError("group sizes must be positive: every query needs at least one row.")
+    # Checked before the cast and the sum, which would wrap larger sizes around.
+    if np.any(sizes > n_samples):
+        raise ValueError(f"group holds a query of {np.max(sizes)} rows but there are {n_samples} rows; the sizes "
+                         f"must sum to the number of rows.")
+    sizes = sizes.astype(np.int64)
     total = int(sizes.sum())
     if total != n_samples:
         raise ValueError(f"group sizes sum to {total} but there are {n_samples} rows; they must match.")

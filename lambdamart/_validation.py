@@ -8,7 +8,7 @@ import scipy.sparse as sp
 from sklearn.utils.validation import validate_data
 
 from ._gains import check_labels
-from ._values import first_non_number
+from ._values import first_non_number, is_missing
 
 
 def check_X(estimator, X, reset, **kwargs):
@@ -26,14 +26,18 @@ def check_X(estimator, X, reset, **kwargs):
         # below unchanged and without a warning; skipping them saves ~40 µs a call (a 100-row query scores in ~120).
         return np.ascontiguousarray(X)
     _check_dataframe_dtypes(X)
+    X = _missing_as_nan(X)
     try:
         X_checked = validate_data(estimator, X, accept_sparse=("csr", "csc"), dtype=(np.float64, np.float32),
                                   ensure_all_finite=False, reset=reset, **kwargs)
-    except ValueError as e:
-        if not reset and "feature names" in str(e).lower() and hasattr(estimator, "feature_names_in_"):
+    except (ValueError, TypeError, OverflowError) as e:
+        if (isinstance(e, ValueError) and not reset and "feature names" in str(e).lower()
+                and hasattr(estimator, "feature_names_in_")):
             raise ValueError(_feature_names_message(str(e), estimator.feature_names_in_, X)) from None
         located = _locate_non_numeric(X)
         if located is not None:
+            if isinstance(e, TypeError):  # an object that is no number at all (a dict, say): its type, as numpy's
+                raise TypeError(f"{located} ({e})") from None
             raise ValueError(located) from None
         raise
     return np.ascontiguousarray(X_checked.toarray() if sp.issparse(X_checked) else X_checked)
@@ -84,22 +88,48 @@ def _check_dataframe_dtypes(X):
                          f"row {row}). {_ENCODE_HINT}")
 
 
+def _missing_as_nan(X):
+    """``X`` with the missing values (None, pandas' NA) of its object columns as NaN, which float conversion takes
+    (pd.NA makes it raise); other inputs as they are."""
+    dtypes = getattr(X, "dtypes", None)
+    if hasattr(dtypes, "items") and hasattr(X, "columns"):  # a DataFrame
+        object_columns = [i for i, dtype in enumerate(dtypes) if getattr(dtype, "kind", "") == "O"]
+        if not object_columns:
+            return X
+        X = X.copy(deep=False)  # the caller's frame keeps its values
+        for i in object_columns:
+            column = X.iloc[:, i]
+            X.isetitem(i, column.where(column.notna(), np.nan))
+        return X
+    if isinstance(X, np.ndarray) and X.dtype == object:
+        missing = np.frompyfunc(is_missing, 1, 1)(X).astype(bool)
+        return np.where(missing, np.nan, X) if missing.any() else X
+    return X
+
+
 def _locate_non_numeric(X):
-    """A message naming the first column and row of a 2-D array-like X whose value is not a number, or None."""
-    if sp.issparse(X) or hasattr(X, "dtypes") or getattr(getattr(X, "dtype", None), "kind", "O") in "biufc":
-        return None  # numeric arrays and sparse matrices; DataFrames were checked column by column
-    try:
-        X = np.asarray(X, dtype=object)
-    except Exception:  # ragged or otherwise not an array: scikit-learn's own message says why
-        return None
-    if X.ndim != 2:
-        return None
-    for j in range(X.shape[1]):
+    """A message naming the first column and row of a 2-D array-like X whose value is not a float64 number, or
+    None."""
+    if sp.issparse(X) or getattr(getattr(X, "dtype", None), "kind", "O") in "biufc":
+        return None  # numeric arrays and sparse matrices
+    if hasattr(X, "dtypes") and hasattr(X, "columns"):  # a DataFrame: its columns' types were checked already
+        columns = [(name, np.asarray(X[name], dtype=object)) for name, dtype in X.dtypes.items()
+                   if getattr(dtype, "kind", "") == "O"]
+    else:
         try:
-            X[:, j].astype(np.float64)
-        except (TypeError, ValueError):
-            i, value = first_non_number(X[:, j])
-            return f"X column {j} holds a non-numeric value ({value!r} at row {i}). {_ENCODE_HINT}"
+            X = np.asarray(X, dtype=object)
+        except Exception:  # ragged or otherwise not an array: scikit-learn's own message says why
+            return None
+        if X.ndim != 2:
+            return None
+        columns = [(j, X[:, j]) for j in range(X.shape[1])]
+    for name, values in columns:
+        try:
+            values.astype(np.float64)
+        except (TypeError, ValueError, OverflowError):
+            i, value = first_non_number(values)
+            shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+            return f"X column {name!r} holds a value that is not a float64 number ({shown} at row {i}). {_ENCODE_HINT}"
     return None
 
 
@@ -123,6 +153,10 @@ def check_y(y, n_samples, name):
     return check_labels(y_array, name)
 
 
+# The largest displayed rank fit(position=...) takes (see check_position).
+MAX_POSITION = 10_000
+
+
 def check_position(position, n_samples):
     """Displayed ranks (1 for the top) of every row as int64, or None; raises on anything else."""
     if position is None:
@@ -134,6 +168,12 @@ def check_position(position, n_samples):
     if position.dtype.kind not in "iuf" or not np.all(np.isfinite(position)) or \
             np.any(position != np.round(position)) or np.any(position < 1):
         raise ValueError("position must hold whole displayed ranks >= 1 (1 is the top of the page).")
+    # One bias is learned per rank up to the largest, so the largest sizes the model; checked before the cast, which
+    # would wrap a rank beyond int64 around.
+    if position.size and np.max(position) > MAX_POSITION:
+        raise ValueError(f"position holds ranks up to {np.max(position)}, but Unbiased LambdaMART learns one bias per "
+                         f"rank and takes ranks up to {MAX_POSITION}; clip the deeper ones (e.g. "
+                         f"np.minimum(position, 100)) so that they share one bias.")
     return position.astype(np.int64)
 
 

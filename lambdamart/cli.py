@@ -38,6 +38,7 @@ import numpy as np
 
 from . import __version__
 from ._files import write_atomically
+from ._values import int64_or_none
 
 EXIT_OK, EXIT_DATA, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 0, 1, 2, 130, 141
 
@@ -986,8 +987,8 @@ def _writing(path):
 
 def _check_writable(path, option):
     """Fail before the work, not after, when an output path cannot be written."""
-    if os.path.isdir(path):
-        raise CommandError(f"{option} {path} is a directory; give a file name.")
+    if not path or path.endswith(("/", os.sep)) or os.path.isdir(path):
+        raise CommandError(f"{option} {path!r} is a directory; give a file name.")
     if os.path.exists(path) and not os.access(path, os.W_OK):
         raise CommandError(f"{option}: the file {path} exists and is not writable.")
     folder = os.path.dirname(os.path.abspath(path))
@@ -1025,10 +1026,11 @@ def _read_positions(path, n_rows):
         with open(path, encoding="utf-8") as f:
             for number, line in enumerate(f, 1):
                 text = line.strip()
-                if not text.isdigit() or int(text) < 1:
+                rank = int64_or_none(text)
+                if rank is None or rank < 1:
                     raise CommandError(f"--position {path}, line {number}: expected a rank (an integer >= 1), got "
                                        f"{text!r}.")
-                positions.append(int(text))
+                positions.append(rank)
     except (OSError, UnicodeDecodeError) as error:
         raise CommandError(f"--position: cannot read {path}: {error}") from None
     if len(positions) != n_rows:

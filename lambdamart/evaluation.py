@@ -35,11 +35,15 @@ from numpy.typing import ArrayLike
 from scipy import stats
 
 from . import metrics
+from ._values import int64_or_none
 
 __all__ = ["Comparison", "TESTS", "paired_test", "compare", "compare_to_baseline", "correct_p_values",
            "parse_metric", "RunEvaluation", "evaluate_run"]
 
 TESTS = ("t", "wilcoxon", "sign", "randomization", "bootstrap")
+# The most resamples paired_test takes, and the values (resamples x queries) it has scipy draw at a time.
+_MAX_RESAMPLES = 10_000_000
+_BATCH_VALUES = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -165,9 +169,12 @@ def paired_test(values_a: ArrayLike, values_b: ArrayLike, *, test: str = "t", co
         raise ValueError(f"unknown test {test!r}.{hint} Tests: {', '.join(TESTS)}.")
     if not isinstance(confidence, float | int) or not 0 < confidence < 1:
         raise ValueError(f"confidence must be between 0 and 1 (e.g. 0.95); got {confidence!r}.")
-    if not isinstance(n_resamples, int | np.integer) or n_resamples < 1:
-        raise ValueError(f"n_resamples must be a positive integer; got {n_resamples!r}.")
+    if not isinstance(n_resamples, int | np.integer) or not 1 <= n_resamples <= _MAX_RESAMPLES:
+        raise ValueError(f"n_resamples must be a positive integer up to {_MAX_RESAMPLES:,} (the bootstrap keeps "
+                         f"every resample's mean); got {n_resamples!r}.")
     a, b = _check_values(values_a, values_b)
+    # Resamples drawn in batches of ~1M values: scipy's default draws all at once (n_resamples x queries floats).
+    batch = max(1, _BATCH_VALUES // max(1, a.shape[0]))
     d = b - a
     sd = d.std(ddof=1)
     effect = float(d.mean() / sd) if sd > 0 else float("nan")
@@ -188,10 +195,10 @@ def paired_test(values_a: ArrayLike, values_b: ArrayLike, *, test: str = "t", co
         statistic, p = float(wins), float(stats.binomtest(wins, wins + losses, 0.5).pvalue)
     elif test == "randomization":
         result = stats.permutation_test((d,), _mean_difference, permutation_type="samples", vectorized=True,
-                                        n_resamples=n_resamples, random_state=rng)
+                                        n_resamples=n_resamples, batch=batch, random_state=rng)
         statistic, p = float(result.statistic), float(result.pvalue)
     else:
-        result = stats.bootstrap((d,), _mean_difference, vectorized=True, n_resamples=n_resamples,
+        result = stats.bootstrap((d,), _mean_difference, vectorized=True, n_resamples=n_resamples, batch=batch,
                                  confidence_level=confidence, method="percentile", random_state=rng)
         means = result.bootstrap_distribution
         statistic = float(d.mean())
@@ -308,9 +315,10 @@ def parse_metric(name: str) -> tuple[Callable, dict]:
         if base in _NO_CUTOFF:
             raise ValueError(f"{base} takes no @k: it " + ("compares the whole ranking of each query."
                                                            if base == "kendall" else "cuts at R, not at k."))
-        if not k_text.isdigit() or int(k_text) < 1:
+        k = int64_or_none(k_text)
+        if k is None or k < 1:
             raise ValueError(f"metric {key!r}: the cut-off after @ must be a positive integer, e.g. {base}@10.")
-        kwargs["k"] = int(k_text)
+        kwargs["k"] = k
     return _OURS[base], kwargs
 
 

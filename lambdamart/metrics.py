@@ -131,6 +131,10 @@ def _prepare(y_true, y_score, qid, k, ties, sample_weight, reduce, empty=1.0):
         sw = sw.astype(np.float64, copy=False)
         if not np.isfinite(sw).all() or (sw < 0).any():
             raise ValueError("sample_weight must hold finite, non-negative weights.")
+        if sw.size and sw.max() > 0:
+            # Scaled by a power of two (exact) to a largest weight in [0.5, 1): a weighted mean is then the same to
+            # the bit, and neither sums of weights near the float64 maximum overflow nor subnormal ones underflow.
+            sw = np.ldexp(sw, -np.frexp(sw.max())[1])
         # Each query weighs the mean weight of its rows.
         weights = np.add.reduceat(groups.take(sw), groups.offsets[:-1]) / groups.sizes
     # Contiguous float64 inputs keep the kernels to one compiled (and cached) signature.

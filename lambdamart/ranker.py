@@ -23,7 +23,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from . import _exchange, _model_format
-from ._checkpoint import Checkpoints, TrainingState, check_compatible, fingerprint, read_latest
+from ._checkpoint import Checkpoints, TrainingState, check_compatible, encode_params, fingerprint, read_latest
 from ._compat import Interval, StrOptions, check_sample_weight, validate_params
 from ._engine.binning import MAX_BINS, bin_features, find_thresholds
 from ._engine.contributions import contributions_serial, expected_values, explain_rows
@@ -167,7 +167,10 @@ class LambdaMARTRanker(BaseEstimator):
         When True, a second ``fit`` on the same data with a larger ``n_estimators`` adds rounds to the fitted
         ensemble instead of starting again (scikit-learn's meaning): the bin thresholds, the validation split, the
         random state, the early-stopping record and what the objective learned (position biases) carry over, and
-        the result is bit-identical to one fit of the larger ``n_estimators``. A fit that early stopping ended
+        the result is bit-identical to one fit of the larger ``n_estimators``. Other parameters than
+        ``n_estimators`` (and ``verbose``, ``n_jobs``, the checkpoint ones) raise a ValueError, as do other data
+        when the fit continued had ``warm_start=True`` or a ``checkpoint_dir`` (it then keeps a digest of its
+        binned data; other row or feature counts are always refused). A fit that early stopping ended
         stays as it is, as one longer fit would have stopped there too. The training state comes from the last
         fit of this ranker (or an unpickled one; not a model loaded with :func:`~lambdamart.load_model`), else
         from the newest checkpoint in ``checkpoint_dir``: after a crash, the same fit with ``warm_start=True``
@@ -350,7 +353,8 @@ class LambdaMARTRanker(BaseEstimator):
         eval_set : list of (X, y) or (X, y, qid) tuples, default=None
             Validation data scored every round; the first one drives early stopping.
         position : array-like of int of shape (n_samples,), default=None
-            Rank at which each row was displayed when its label (a click) was logged, 1 for the top. Turns on
+            Rank at which each row was displayed when its label (a click) was logged, 1 for the top (at most
+            10000: one bias is learned per rank; clip deeper ranks so that they share one). Turns on
             Unbiased LambdaMART (``"lambdarank"`` and ``"lambdarank_map"``): position biases for clicked and
             unclicked documents are learned alongside the trees (``position_bias_``) and divide each pair's λ.
         init_model : LambdaMARTRanker, str or os.PathLike, default=None
@@ -407,13 +411,14 @@ class LambdaMARTRanker(BaseEstimator):
                                       gains_v, offsets_v, np.zeros(X_v.shape[0]))
                          for X_v, gains_v, offsets_v in eval_sets]
             digest = ""
-            if self.checkpoint_dir is not None or (state is not None and state.fingerprint):
+            # Under warm_start too, so that a later fit continuing this one can check that its data are these.
+            if self.warm_start or self.checkpoint_dir is not None or (state is not None and state.fingerprint):
                 digest = fingerprint(codes, queries.gains, offsets, queries.sample_weight, queries.position,
                                      *[a for v in valid for a in (v.codes, v.gains, v.offsets)])
                 if state is not None and state.fingerprint not in ("", digest):
-                    raise ValueError("the data differ from those of the fit being continued (its checkpoint "
-                                     "holds a digest of the binned training and validation data); continue on the "
-                                     "same data, or set warm_start=False to fit these afresh.")
+                    raise ValueError("the data differ from those of the fit being continued (a digest of its "
+                                     "binned training and validation data is kept with it); continue on the same "
+                                     "data, or set warm_start=False to fit these afresh.")
             init_trees = state.init_trees if state is not None else init._trees if init is not None else None
             scores = np.zeros(train_rows.shape[0])
             if init_trees is not None:  # init_model's predictions are the starting scores
@@ -455,6 +460,10 @@ class LambdaMARTRanker(BaseEstimator):
         groups = group_from_sizes(group, X.shape[0]) if group is not None else group_queries(qid, X.shape[0])
         if sample_weight is not None:
             sample_weight = check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+            if sample_weight.size and sample_weight.max() > _MAX_SAMPLE_WEIGHT:
+                raise ValueError(f"sample_weight holds weights up to {sample_weight.max():.3g}; the squared sums of "
+                                 f"weighted gradients in the split gains would overflow. Divide the weights by a "
+                                 f"constant (only their ratios and min_sum_hessian's scale matter).")
         return X, y, groups, sample_weight
 
     def _split_queries(self, groups, rng, holdout):
@@ -541,6 +550,9 @@ class LambdaMARTRanker(BaseEstimator):
         state = None
         if hasattr(self, "_trees"):
             state = self.__dict__.get("_boosting_state")
+            if state is not None:
+                check_compatible(self.__dict__.get("_boosting_params", {}), self.get_params(deep=False),
+                                 "this ranker's model")
             if state is None and self.checkpoint_dir is None:
                 raise ValueError("warm_start continues a fit made by this ranker (or an unpickled one, or one "
                                  "saved in checkpoint_dir); this ranker has trees but no training state (it was "
@@ -549,7 +561,7 @@ class LambdaMARTRanker(BaseEstimator):
         if state is None and self.checkpoint_dir is not None:
             checkpoint = read_latest(self.checkpoint_dir)
             if checkpoint is not None:
-                check_compatible(checkpoint, self.get_params(deep=False))
+                check_compatible(checkpoint.params, self.get_params(deep=False), f"the checkpoint {checkpoint.path}")
                 state = checkpoint.state
                 if self.verbose:
                     print(f"continuing from {checkpoint.path} after round {len(state.trees)}", flush=True)
@@ -581,6 +593,7 @@ class LambdaMARTRanker(BaseEstimator):
         for name, value in state.objective.items():
             setattr(self, f"{name}_", value)
         self._boosting_state = state
+        self._boosting_params = encode_params(self.get_params(deep=False))  # what warm_start must continue with
 
     def _boost(self, codes, n_bins, queries, objective, valid, rng, profile, scores, trees, rounds):
         """The boosting rounds from the training ``scores``, continuing ``trees`` (appended to) and ``rounds``.
@@ -836,6 +849,11 @@ class LambdaMARTRanker(BaseEstimator):
         content = _exchange.WRITERS[format](self._trees, self.n_features_in_, None if names is None else list(names))
         write_atomically(path, content)
         return self
+
+
+# The largest sample weight fit takes: the split gain squares sums of weighted λ, which from ~1e154 overflowed and
+# left a model without splits; 1e100 keeps a wide margin for sums over billions of rows.
+_MAX_SAMPLE_WEIGHT = 1e100
 
 
 def _predict_trees(trees, X, n_jobs, walk=None):

@@ -49,6 +49,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ._files import write_atomically
+from ._values import int64_or_none
 
 __all__ = ["Qrels", "Run", "RankingArrays", "read_qrels", "read_run", "write_run", "write_qrels", "format_run",
            "to_arrays", "to_run", "to_qrels"]
@@ -211,9 +212,10 @@ def _integers(path, numbers, texts, what):
     """The column ``texts`` as int64; a ValueError naming the first line whose ``what`` is not an integer."""
     try:
         return np.array(texts, dtype=np.int64)
-    except ValueError:
-        bad = next(i for i, t in enumerate(texts) if not t.lstrip("+-").isdigit())
-        raise ValueError(f"{path}, line {numbers[bad]}: the {what} {texts[bad]!r} is not an integer.") from None
+    except (ValueError, OverflowError):
+        bad = next(i for i, t in enumerate(texts) if int64_or_none(t) is None)
+        raise ValueError(f"{path}, line {numbers[bad]}: the {what} {texts[bad]!r} is not an integer (or not one "
+                         f"between -2**63 and 2**63 - 1).") from None
 
 
 def read_qrels(path: str | os.PathLike) -> Qrels:
@@ -350,8 +352,9 @@ def to_run(scores: ArrayLike, qid: ArrayLike, docno: ArrayLike, *, run_name: str
 
 def _query_sort_key(qid):
     """Query ids ordered numerically when they all are integers (1, 2, 10), else as text."""
-    if all(q.lstrip("-").isdigit() for q in qid):
-        return qid.astype(np.int64)
+    numbers = [int64_or_none(q) for q in qid]
+    if all(number is not None for number in numbers):
+        return np.array(numbers, dtype=np.int64)
     return qid
 
 
@@ -375,6 +378,10 @@ def to_qrels(y: ArrayLike, qid: ArrayLike, docno: ArrayLike) -> Qrels:
     y = np.asarray(y)
     if y.ndim != 1 or y.dtype.kind not in "biuf" or not np.all(np.isfinite(y)) or np.any(y != np.round(y)):
         raise ValueError("y must hold integer relevance labels (qrels have integer relevance), one per row.")
+    # Compared before the cast, which would wrap larger ones around (float 2**63 is already out of range).
+    if y.size and (np.any(y < -(2.0 ** 63)) or np.any(y >= 2.0 ** 63)):
+        raise ValueError("y holds relevance labels beyond the int64 range of a qrels file; give graded labels "
+                         "such as 0-4.")
     n = y.shape[0]
     qid, docno = _ids(qid, "qid", n), _ids(docno, "docno", n)
     _check_unique(qid, docno, "qrels")

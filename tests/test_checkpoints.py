@@ -192,6 +192,12 @@ def test_a_damaged_newest_checkpoint_falls_back_to_the_one_before(data, tmp_path
         path.write_bytes(b"PK\x03\x04 not an archive")
     with pytest.raises(ValueError, match="no checkpoint .* can be read"):
         LambdaMARTRanker(n_estimators=20, warm_start=True, **params).fit(X, y, qid)
+    # A file holding pickled objects: said so, without numpy's advice to load it unsafely.
+    for path in tmp_path.glob("round-*.npz"):
+        np.savez(path, header=np.array([{"format": "x"}], dtype=object))
+    with pytest.raises(ValueError, match="holds pickled Python objects, which no checkpoint does") as raised:
+        LambdaMARTRanker(n_estimators=20, warm_start=True, **params).fit(X, y, qid)
+    assert "allow_pickle" not in str(raised.value)
 
 
 def test_warm_start_without_a_checkpoint_starts_afresh(data, tmp_path):

@@ -264,7 +264,15 @@ def test_user_errors(files, model, tmp_path, capsys):
     big.write_text("60 qid:1 1:0.5\n0 qid:1 1:0.2\n")
     out = tmp_path / "out.json"
     train = ["train", "--train", files["train"], "--model", out]
+    n_train = sum(1 for _ in open(files["train"]))
+    superscript, huge = tmp_path / "superscript.txt", tmp_path / "huge.txt"
+    superscript.write_text("1\n" * (n_train - 1) + "\u00b2\n")  # str.isdigit() says yes; int() says no
+    huge.write_text("99999999999999999999\n" + "1\n" * (n_train - 1))
     cases = [
+        (train + ["--position", superscript], 1, f"line {n_train}: expected a rank"),
+        (train + ["--position", huge], 1, "line 1: expected a rank"),
+        (["train", "--train", files["train"], "--model", ""], 1, "is a directory; give a file name"),
+        (["train", "--train", files["train"], "--model", f"{tmp_path}/new/"], 1, "is a directory"),
         # (argv, exit code, text in the error line)
         (["train", "--train", tmp_path / "missing.txt", "--model", out], 1, "--train file not found"),
         (train + ["--valid", tmp_path / "missing.txt"], 1, "--valid file not found"),

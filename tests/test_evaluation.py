@@ -100,6 +100,24 @@ def test_nan_queries_are_left_out_and_bad_input():
         E.paired_test([0.5], [0.4])
     with pytest.raises(ValueError, match="confidence"):
         E.paired_test(a, b, confidence=95)
+    with pytest.raises(ValueError, match="n_resamples must be a positive integer up to 10,000,000"):
+        E.paired_test(a, b, test="randomization", n_resamples=10**12)
+
+
+@pytest.mark.parametrize("test", ["randomization", "bootstrap"])
+def test_resamples_drawn_in_batches_equal_scipy_drawing_them_at_once(test):
+    """Many queries: scipy draws the resamples in batches of ~1M values (resamples x queries), with the same
+    random numbers, so the same p-value and interval as all at once."""
+    a, b = paired(seed=3, n=500)
+    result = E.paired_test(a, b, test=test, n_resamples=5000, random_state=11)  # batches of 2000 resamples
+    if test == "randomization":
+        expected = stats.permutation_test((b - a,), np.mean, permutation_type="samples", n_resamples=5000,
+                                          random_state=np.random.default_rng(11))
+        assert result.p_value == expected.pvalue
+    else:
+        expected = stats.bootstrap((b - a,), np.mean, n_resamples=5000, confidence_level=0.95,
+                                   method="percentile", random_state=np.random.default_rng(11))
+        assert result.interval == (expected.confidence_interval.low, expected.confidence_interval.high)
 
 
 def test_holm_and_bonferroni():
@@ -170,3 +188,5 @@ def test_parse_metric_errors():
         E.parse_metric("rprec@5")
     with pytest.raises(ValueError, match="positive integer"):
         E.parse_metric("map@0")
+    with pytest.raises(ValueError, match="positive integer"):  # a digit to str.isdigit(), not to int()
+        E.parse_metric("ndcg@\u00b2")

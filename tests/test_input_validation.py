@@ -62,7 +62,34 @@ def test_array_with_text_names_the_column_and_row(data, container):
     X_obj = X.astype(object)
     X_obj[5, 2] = "high"
     X_bad = {"object-array": X_obj, "str-array": X_obj.astype(str), "list": X_obj.tolist()}[container]
-    with pytest.raises(ValueError, match=r"X column 2 holds a non-numeric value \('high' at row 5\)"):
+    with pytest.raises(ValueError, match=r"X column 2 holds a value that is not a float64 number \('high' at row 5\)"):
+        LambdaMARTRanker(**FAST).fit(X_bad, y, qid)
+
+
+def test_pandas_na_in_object_columns_and_arrays_is_missing(data):
+    """pd.NA in an object column (or object array) means missing, as NaN does, at fit and at predict; float
+    conversion alone raises on it. The caller's frame keeps its pd.NA."""
+    X, y, qid = data
+    with_nan = X.copy()
+    with_nan[::3, 1] = np.nan
+    reference = LambdaMARTRanker(**FAST).fit(with_nan, y, qid).predict(with_nan)
+    frame = pd.DataFrame(X).astype({1: object})
+    frame.iloc[::3, 1] = pd.NA
+    np.testing.assert_array_equal(LambdaMARTRanker(**FAST).fit(frame, y, qid).predict(frame), reference)
+    assert frame.iloc[0, 1] is pd.NA
+    array = X.astype(object)
+    array[::3, 1] = pd.NA
+    np.testing.assert_array_equal(LambdaMARTRanker(**FAST).fit(array, y, qid).predict(array), reference)
+
+
+@pytest.mark.parametrize("container", ["dataframe", "object-array"])
+def test_numbers_beyond_float64_name_the_column_and_row(data, container):
+    X, y, qid = data
+    X_obj = X.astype(object)
+    X_obj[4, 3] = 10**400
+    X_bad = pd.DataFrame(X_obj) if container == "dataframe" else X_obj
+    with pytest.raises(ValueError, match=r"X column 3 holds a value that is not a float64 number \(1000.*\.\.\. at "
+                                         r"row 4\)"):
         LambdaMARTRanker(**FAST).fit(X_bad, y, qid)
 
 
@@ -185,11 +212,21 @@ def test_bad_qid_values_raise(data, qid, message):
     (lambda s: np.append(s[:-1], [s[-1], 0]), r"group sizes must be positive"),
     (lambda s: s + 0.5, r"whole numbers"),
     (lambda s: [], r"non-empty"),
+    # Sizes whose int64 sum would wrap around to the row count.
+    (lambda s: np.array([2**62, 2**62, 2**62, 2**62 + s.sum()]), r"a query of \d+ rows but there are \d+ rows"),
+    (lambda s: np.append(s.astype(np.uint64), np.uint64(2**64 - 1)), r"a query of 18446744073709551615 rows"),
 ])
 def test_group_sizes_that_do_not_describe_the_rows_raise(data, group, message):
     X, y, qid = data
     with pytest.raises(ValueError, match=message):
         LambdaMARTRanker(**FAST).fit(X, y, group=group(np.bincount(qid)))
+
+
+def test_group_sizes_as_python_integers_in_an_object_array(data):
+    X, y, qid = data
+    sizes = np.bincount(qid)
+    np.testing.assert_array_equal(LambdaMARTRanker(**FAST).fit(X, y, group=sizes.astype(object)).predict(X),
+                                  LambdaMARTRanker(**FAST).fit(X, y, group=sizes).predict(X))
 
 
 def test_qid_and_group_together_raise(data):

@@ -287,6 +287,19 @@ def test_sample_weight_weights_queries_by_mean_row_weight():
     assert ndcg(y, s, qid, empty="skip", sample_weight=w) == pytest.approx(np.average(skip[kept], weights=qw[kept]))
 
 
+def test_sample_weights_at_the_ends_of_float64_weigh_as_their_ratios():
+    """Weights near the float64 maximum (whose sums overflow) or subnormal (whose products underflow) give the
+    weighted mean of their ratios, bit for bit the same as weights scaled by a power of two."""
+    y, s, qid = _random_queries(seed=15)
+    w = np.random.default_rng(16).random(len(y)) + 0.5
+    for func in ALL:
+        expected = func(y, s, qid, sample_weight=w)
+        assert func(y, s, qid, sample_weight=w * 2.0**1020) == expected
+        tiny = w * 2.0**-1060  # subnormal: rounded to fewer digits than w, so compared with its own rescaling
+        assert func(y, s, qid, sample_weight=tiny) == func(y, s, qid, sample_weight=np.ldexp(tiny, 1060))
+        assert func(y, s, qid, sample_weight=np.full(len(y), 1e308)) == pytest.approx(func(y, s, qid), rel=1e-12)
+
+
 @pytest.mark.parametrize("func", WITH_EMPTY)
 def test_empty(func):
     y = [0, 0, 0, 1, 2, 0]

@@ -795,7 +795,12 @@ def test_unbiased_lambdamart_ranks_true_relevance_better_than_the_biased_model()
 
 @pytest.mark.parametrize(
     "position, match",
-    [(np.zeros(20), ">= 1"), (np.full(20, 1.5), "whole"), (np.ones(19), "one displayed rank per row")],
+    [(np.zeros(20), ">= 1"), (np.full(20, 1.5), "whole"), (np.ones(19), "one displayed rank per row"),
+     # Ranks that would wrap around in a cast to int64 (and then index out of bounds), or that would size the bias
+     # table by themselves.
+     (np.r_[1e19, np.ones(19)], "ranks up to 1e\\+19.*np.minimum"),
+     (np.r_[np.uint64(2**64 - 1), np.ones(19, dtype=np.uint64)], "ranks up to 18446744073709551615"),
+     (np.r_[10**9, np.ones(19, dtype=np.int64)], "takes ranks up to 10000")],
 )
 def test_bad_positions(position, match):
     X = np.random.default_rng(0).normal(size=(20, 2))

@@ -5,11 +5,14 @@ or crafted files without ever executing anything from them)."""
 import copy
 import io
 import json
+import os
 import pickle
 import re
+import stat
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import warnings
 
@@ -309,6 +312,32 @@ def test_save_is_atomic_and_overwrites(tmp_path, model, data):
     model.save_model(str(path))
     assert [p.name for p in tmp_path.iterdir()] == ["model.json"]  # no temporary file left behind
     np.testing.assert_array_equal(load_model(str(path)).predict(X), model.predict(X))
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="symbolic links and named pipes as on POSIX")
+def test_save_follows_links_keeps_permissions_and_writes_pipes_in_place(tmp_path, model, data):
+    """Replacing a file must not replace what a path points to: a link stays a link to the new model, a file
+    keeps its mode, and a named pipe (or /dev/stdout) is written to, not renamed over."""
+    X, _, _ = data
+    target, link = tmp_path / "v1.json", tmp_path / "latest.json"
+    target.write_text("an older model")
+    target.chmod(0o600)
+    link.symlink_to("v1.json")
+    model.save_model(link)
+    assert link.is_symlink() and stat.S_IMODE(target.stat().st_mode) == 0o600
+    np.testing.assert_array_equal(load_model(target).predict(X), model.predict(X))
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    received = []
+    reader = threading.Thread(target=lambda: received.append(pipe.read_text()))
+    reader.start()
+    model.save_model(pipe)
+    reader.join()
+    assert stat.S_ISFIFO(pipe.stat().st_mode) and received == [(target).read_text()]
+    for name in (tmp_path, f"{tmp_path}/new/", ""):
+        with pytest.raises(ValueError, match="names a directory; give the path of a file"):
+            model.save_model(name)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["latest.json", "pipe", "v1.json"]
 
 
 # A child process that fits one large model, saves it once, says so, then saves it over and over until killed.

@@ -230,6 +230,13 @@ def test_sample_weight_changes_the_model(data, model):
     assert_same_model(model, ones)
 
 
+def test_sample_weights_whose_gradient_sums_would_overflow_raise(data):
+    """From ~1e154 the split gains' squared sums overflowed and the model silently had no splits."""
+    X, y, qid = data
+    with pytest.raises(ValueError, match="weights up to 1e\\+160.*Divide the weights by a constant"):
+        LambdaMARTRanker(**SMALL).fit(X, y, qid, sample_weight=np.full(y.size, 1e160))
+
+
 def test_zero_weight_query_equals_dropping_it():
     """A query of weight 0 contributes no λ and no w. Its rows still count towards min_samples_leaf and bin
     thresholds, so the comparison uses min_samples_leaf=1 and features whose values all occur often in the kept

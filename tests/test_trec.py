@@ -86,6 +86,12 @@ def test_qrels_round_trip_and_to_arrays(tmp_path):
     (trec.read_qrels, "1 0 a 1\n1 0 b\n", r"line 2: expected 4 columns \(qid iter docno rel\), got 3"),
     (trec.read_qrels, "1 0 a 1\n1 0 b 0.5\n", "line 2: the relevance '0.5' is not an integer"),
     (trec.read_qrels, "1 0 a 1\n1 0 a 0\n", "line 2: document 'a' appears again"),
+    # Texts that str.isdigit() or a strip of signs would take, and integers beyond int64.
+    (trec.read_qrels, "1 0 a 1\n1 0 b --1\n", "line 2: the relevance '--1' is not an integer"),
+    (trec.read_qrels, "1 0 a \u00b2\n", "line 1: the relevance '\u00b2' is not an integer"),
+    (trec.read_qrels, "1 0 a 99999999999999999999\n", "line 1: the relevance '99999999999999999999' is not an "
+                                                      "integer"),
+    (trec.read_run, "1 Q0 a +-1 0.5 r\n", "line 1: the rank '\\+-1' is not an integer"),
 ])
 def test_bad_files_name_the_line(tmp_path, reader, text, message):
     path = tmp_path / "bad.txt"
@@ -105,8 +111,13 @@ def test_bad_arrays():
         trec.to_qrels([0.5], [1], ["a"])
     with pytest.raises(TypeError, match="query and document ids"):
         trec.write_run("x.run", [1.0])
+    with pytest.raises(ValueError, match="beyond the int64 range"):
+        trec.to_qrels([1e20, 1.0], [1, 1], ["a", "b"])
     run = trec.to_run([3.0, 2.0, 1.0], [1, 1, 1], ["a", "b", "c"], depth=2)
     assert run.docno.tolist() == ["a", "b"]
+    # Query ids that are integers beyond int64 are ordered as text, as any other non-integer ids.
+    assert trec.to_run([1.0, 2.0], ["99999999999999999999", "1"], ["a", "b"]).qid.tolist() == \
+        ["1", "99999999999999999999"]
 
 
 # ---------------------------------------------------------------------------------------------- command line

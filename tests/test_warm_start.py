@@ -69,6 +69,13 @@ def test_misuse_is_refused_with_what_to_do(tmp_path, data):
     loaded = load_model(tmp_path / "model.json").set_params(warm_start=True, n_estimators=20)
     with pytest.raises(ValueError, match="model file.*warm_start=False"):
         loaded.fit(X, y, qid)
+    # Other parameters or other data of the same shape: refused too, as a checkpoint's continuation refuses them
+    # (the data are known to differ when the fit continued had warm_start=True: it kept a digest of them).
+    continued = LambdaMARTRanker(n_estimators=10, warm_start=True, random_state=0).fit(X, y, qid)
+    with pytest.raises(ValueError, match=r"other parameters \(max_bins=255 there, 3 here"):
+        continued.set_params(n_estimators=20, max_bins=3).fit(X, y, qid)
+    with pytest.raises(ValueError, match="the data differ.*warm_start=False"):
+        continued.set_params(n_estimators=20, max_bins=255).fit(X, y[::-1], qid)
     # Without warm_start, a fitted ranker fits afresh, as always.
     fresh = LambdaMARTRanker(n_estimators=20, random_state=0).fit(X, y, qid)
     assert_same_model(warm.set_params(warm_start=False).fit(X, y, qid), fresh)

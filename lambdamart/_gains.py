@@ -6,6 +6,9 @@ from ._values import first_non_number, is_missing
 
 # 2**53 - 1 is the largest value of 2**l - 1 that float64 holds exactly.
 MAX_EXPONENTIAL_LABEL = 53
+# The largest gain: a DCG sums up to a query's length of them, and from ~1e308 / length the sum overflowed to inf
+# (inf / inf = NaN, which the metrics took for a query without relevant documents).
+MAX_GAIN = 1e100
 
 
 def check_labels(y, name="y"):
@@ -65,13 +68,17 @@ def label_gains(y, gain="exponential", name="y"):
                 )
             return np.exp2(y) - 1.0
         if gain == "linear":
+            if y.size and y.max() > MAX_GAIN:
+                raise ValueError(f"{name} has label {y.max():g}, above the largest gain {MAX_GAIN:g} (DCG sums of "
+                                 f"gains would overflow); rescale the labels or give them as grades.")
             return y.copy()
         raise ValueError(f"gain must be 'exponential', 'linear' or an array of gains per label, got {gain!r}.")
     table = np.asarray(gain, dtype=np.float64)
     if table.ndim != 1 or table.size == 0:
         raise ValueError("a gain table must be a non-empty one-dimensional array: gain[label].")
-    if not np.all(np.isfinite(table)) or table.min() < 0:
-        raise ValueError("a gain table must hold finite, non-negative gains.")
+    if not np.all(np.isfinite(table)) or table.min() < 0 or table.max() > MAX_GAIN:
+        raise ValueError(f"a gain table must hold finite, non-negative gains up to {MAX_GAIN:g} (DCG sums of "
+                         f"larger ones overflow).")
     bad = (y != np.floor(y)) | (y >= table.size)
     if bad.any():
         raise ValueError(

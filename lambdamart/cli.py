@@ -289,6 +289,11 @@ def _dispatch(argv):
     except KeyboardInterrupt:
         print(f"lambdamart {args.command}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except MemoryError as error:  # e.g. a LETOR file whose largest feature index makes its rows very wide
+        detail = f" ({error})" if str(error) else ""
+        print(f"lambdamart {args.command}: error: not enough memory{detail}. Check the data's width (the largest "
+              f"feature index of a LETOR file sets it) and size.", file=sys.stderr)
+        return EXIT_DATA
 
 
 def _stdout_to_devnull():

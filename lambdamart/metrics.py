@@ -416,8 +416,9 @@ def f_measure(
     {rest}
     """
     beta = _check_real(beta, "beta")
-    if beta <= 0:
-        raise ValueError(f"beta must be > 0 (the weight of recall against precision); got {beta}.")
+    if not 0 < beta <= 1e100:  # beta**2 of a larger one overflows to inf, and the score to NaN
+        raise ValueError(f"beta must be > 0 and at most 1e100 (the weight of recall against precision); got "
+                         f"{beta}.")
     queries = _prepare(y_true, y_score, qid, k, ties, sample_weight, reduce, empty)
     rel = _relevance(queries.labels, threshold)
     hits = _evaluate(_kern.HITS_IN_TOP, rel, queries)

@@ -478,7 +478,9 @@ class LambdaMARTRanker(BaseEstimator):
         n_queries = groups.n_queries
         n_valid = int(np.ceil(self.validation_fraction * n_queries))
         if n_valid >= n_queries:
-            raise ValueError(f"early_stopping needs at least 2 queries to hold some out; got {n_queries}.")
+            raise ValueError(f"early_stopping holds out validation_fraction={self.validation_fraction} of the "
+                             f"{n_queries} queries, {n_valid}, which leaves none to train on; lower "
+                             f"validation_fraction, or pass eval_set=[(X_valid, y_valid, qid_valid)] instead.")
         is_valid = np.zeros(n_queries, dtype=bool)
         is_valid[rng.choice(n_queries, n_valid, replace=False)] = True
         return (*_select_queries(rows, offsets, ~is_valid), [_select_queries(rows, offsets, is_valid)])
@@ -533,6 +535,10 @@ class LambdaMARTRanker(BaseEstimator):
         continued (as it would have ended one longer fit).
         """
         validate_params(self)
+        if self.checkpoint_dir is not None and os.path.exists(self.checkpoint_dir) \
+                and not os.path.isdir(self.checkpoint_dir):
+            raise ValueError(f"checkpoint_dir={os.fspath(self.checkpoint_dir)!r} is a file; give a directory (it is "
+                             f"created if missing).")
         state = self._state_to_continue()
         init = _initial_model(init_model, state)
         if state is not None and (len(state.trees) == self.n_estimators or state.record["stopped"]):

@@ -215,6 +215,14 @@ def test_checkpoint_parameters_are_validated(data):
         LambdaMARTRanker(checkpoint_dir=3).fit(X, y, qid)
 
 
+def test_checkpoint_dir_that_is_a_file_raises(data, tmp_path):
+    X, y, qid = data
+    (tmp_path / "file").write_text("not a directory")
+    for warm_start in (False, True):
+        with pytest.raises(ValueError, match="checkpoint_dir=.*is a file; give a directory"):
+            LambdaMARTRanker(checkpoint_dir=tmp_path / "file", warm_start=warm_start).fit(X, y, qid)
+
+
 # ------------------------------------------------------------------------------------------------------ init_model
 
 

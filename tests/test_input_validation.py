@@ -318,6 +318,14 @@ def test_out_of_range_parameters_raise_at_fit_naming_the_parameter(data, name, v
         ranker.fit(X, y, qid)
 
 
+def test_ranknet_partners_that_would_not_fit_in_memory_raise(data):
+    """pairs_per_document partners are drawn for every row each round: 10**9 of them per row is refused up front
+    rather than failing to allocate terabytes."""
+    X, y, qid = data
+    with pytest.raises(ValueError, match=r"pairs_per_document=1000000000 on \d+ training rows .*GiB.*lower"):
+        LambdaMARTRanker(objective="ranknet", pairs_per_document=10**9).fit(X, y, qid)
+
+
 def test_zero_threads_raise_at_fit(data):
     X, y, qid = data
     with pytest.raises(ValueError, match=r"n_jobs == 0 has no meaning"):
@@ -330,11 +338,21 @@ def test_zero_threads_raise_at_fit(data):
     ([0.0, -1.0, 3.0, 7.0], r"a gain table must hold finite, non-negative gains"),
     ([[0.0, 1.0, 3.0, 7.0]], r"a gain table must be a non-empty one-dimensional array"),
     ([0.0, 1.0], r"gain table of 2 entries, labels must be integers in \[0, 1\]; y holds 2"),
+    # Gains whose DCG sums overflow (NDCG then came out as inf / inf, taken for a query without relevant documents).
+    ([0.0, 1.0, 1e308, 1.0], r"non-negative gains up to 1e\+100"),
 ])
 def test_bad_gain_tables_raise_at_fit(data, gain, message):
     X, y, qid = data
     with pytest.raises(ValueError, match=message):
         LambdaMARTRanker(**FAST, gain=gain).fit(X, y, qid)
+    with pytest.raises(ValueError, match=message.replace("y holds", "y_true holds")):
+        ndcg(y, X[:, 0], qid, gain=gain)
+
+
+def test_linear_gains_of_labels_whose_dcg_would_overflow_raise(data):
+    X, y, qid = data
+    with pytest.raises(ValueError, match=r"label 1e\+200, above the largest gain 1e\+100"):
+        ndcg(np.where(np.arange(y.size) == 3, 1e200, y), X[:, 0], qid, gain="linear")
 
 
 @pytest.mark.parametrize("eval_set, message", [

@@ -200,6 +200,8 @@ def test_bad_arguments():
     y, score = np.array([1, 0]), np.array([1.0, 0.0])
     with pytest.raises(ValueError, match="beta must be > 0"):
         M.f_measure(y, score, beta=0)
+    with pytest.raises(ValueError, match="at most 1e100"):  # beta**2 overflowed and F became `empty`
+        M.f_measure(y, score, beta=1e160)
     with pytest.raises(ValueError, match="recall_levels"):
         M.precision_recall_curve(y, score, recall_levels=[0.5, 1.5])
     with pytest.raises(TypeError, match="k must be an integer"):

@@ -216,6 +216,9 @@ def test_early_stopping_true_holds_out_queries():
     assert_same_model(ranker, again)
     with pytest.raises(ValueError, match="queries"):
         LambdaMARTRanker(early_stopping=True).fit(X[:10], y[:10], np.zeros(10))
+    two = np.isin(qid, np.unique(qid)[:2])
+    with pytest.raises(ValueError, match="0.9 of the 2 queries, 2, which leaves none to train on; lower"):
+        LambdaMARTRanker(early_stopping=True, validation_fraction=0.9).fit(X[two], y[two], qid[two])
 
 
 # ---------------------------------------------------------------- sample weights

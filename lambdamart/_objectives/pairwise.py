@@ -46,10 +46,24 @@ def ranknet_gradients(scores, labels, offsets, query_indices, sigma, partners, s
         apply_sample_weight(sample_weight, start, stop, grad, hess)
 
 
+# The most partner indices (rows x pairs_per_document) a round draws: 1 GiB of int64.
+_MAX_PARTNER_DRAWS = 1 << 27
+
+
 class RankNet(Objective):
     """RankNet over all pairs with different labels, or ``pairs_per_document`` random partners per document."""
 
     name = "ranknet"
+
+    def __init__(self, queries, params, rng):
+        super().__init__(queries, params, rng)
+        k, n_rows = params["pairs_per_document"], int(queries.offsets[-1])
+        # Every round draws k partner indices per row at once (int64): refuse what would not fit in memory.
+        if k is not None and n_rows * k > _MAX_PARTNER_DRAWS:
+            raise ValueError(f"pairs_per_document={k} on {n_rows} training rows draws {n_rows * k:,} partners per "
+                             f"round ({n_rows * k * 8 / 2**30:.1f} GiB); at most {_MAX_PARTNER_DRAWS:,} are drawn: "
+                             f"lower pairs_per_document (a partner is one of the other documents of the query, "
+                             f"drawn with replacement), or use None for every pair.")
 
     def gradients(self, scores, query_indices, grad, hess):
         k = self.params["pairs_per_document"]

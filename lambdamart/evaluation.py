@@ -119,6 +119,9 @@ def _check_values(values_a, values_b):
                          f"query); got shapes {a.shape} and {b.shape}.")
     both = ~(np.isnan(a) | np.isnan(b))  # a query skipped by either (empty="skip") is left out
     a, b = a[both], b[both]
+    if np.isinf(a).any() or np.isinf(b).any():
+        raise ValueError("values_a and values_b hold infinite values; a paired test compares finite per-query "
+                         "metric values (NaN for a query to leave out).")
     if a.size < 2:
         raise ValueError(f"a paired test needs at least 2 queries with values for both systems; got {a.size}.")
     return a, b

@@ -100,6 +100,8 @@ def test_nan_queries_are_left_out_and_bad_input():
         E.paired_test([0.5], [0.4])
     with pytest.raises(ValueError, match="confidence"):
         E.paired_test(a, b, confidence=95)
+    with pytest.raises(ValueError, match="infinite values"):
+        E.paired_test(np.r_[np.inf, a[1:]], b)
     with pytest.raises(ValueError, match="n_resamples must be a positive integer up to 10,000,000"):
         E.paired_test(a, b, test="randomization", n_resamples=10**12)
 

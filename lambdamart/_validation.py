@@ -7,6 +7,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.validation import validate_data
 
+from ._compat import check_sample_weight
 from ._gains import check_labels
 from ._values import first_non_number, is_missing
 
@@ -151,6 +152,21 @@ def check_y(y, n_samples, name):
         raise ValueError(f"{name} must be one label per row: X has {n_samples} rows, {name} has shape "
                          f"{y_array.shape}.")
     return check_labels(y_array, name)
+
+
+# The largest sample weight fit takes: the split gain squares sums of weighted λ, which from ~1e154 overflowed and
+# left a model without splits; 1e100 keeps a wide margin for sums over billions of rows.
+MAX_SAMPLE_WEIGHT = 1e100
+
+
+def check_sample_weights(sample_weight, X):
+    """Row weights for fit as float64: one per row of ``X``, finite, non-negative and at most MAX_SAMPLE_WEIGHT."""
+    sample_weight = check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+    if sample_weight.size and sample_weight.max() > MAX_SAMPLE_WEIGHT:
+        raise ValueError(f"sample_weight holds weights up to {sample_weight.max():.3g}; the squared sums of "
+                         f"weighted gradients in the split gains would overflow. Divide the weights by a constant "
+                         f"(only their ratios and min_sum_hessian's scale matter).")
+    return sample_weight
 
 
 # The largest displayed rank fit(position=...) takes (see check_position).

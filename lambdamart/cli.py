@@ -592,14 +592,14 @@ def _train_on_cluster(args, params, init_model):
         for option, paths in (("--train", args.train), ("--valid", args.valid)):
             if paths:
                 try:
-                    sets.append((option, " ".join(paths), read_letor(paths)))
+                    sets.append((option, " ".join(paths), read_letor(paths, dtype=np.float64)))
                 except (ValueError, OSError) as error:
                     raise CommandError(_file_error(option, " ".join(paths), error)) from None
         width = max(arrays[0].shape[1] for _, _, arrays in sets)
         for i, (option, names, arrays) in enumerate(sets):
             if arrays[0].shape[1] < width:  # files list only non-zero features, so widths can differ
                 sets[i] = (option, names, read_letor(args.train if option == "--train" else args.valid,
-                                                     n_features=width))
+                                                     n_features=width, dtype=np.float64))
         for _, names, (X, _, _) in sets:
             print(f"{names}: {_plural(X.shape[0], 'row')}, {_plural(X.numblocks[0], 'block')}, "
                   f"{_plural(X.shape[1], 'feature')}", flush=True)
@@ -1019,7 +1019,7 @@ def _read_letor(path, option):
     from .datasets import load_letor
 
     try:
-        return load_letor(path, sparse=True)
+        return load_letor(path, sparse=True, dtype=np.float64)
     except (ValueError, OSError) as error:
         raise CommandError(_file_error(option, path, error)) from None
 
@@ -1049,7 +1049,7 @@ def _read_features(path):
     from .datasets import load_features
 
     try:
-        return load_features(path, sparse=True)
+        return load_features(path, sparse=True, dtype=np.float64)
     except (ValueError, OSError) as error:
         raise CommandError(_file_error("--data", path, error)) from None
 
@@ -1062,7 +1062,7 @@ def _file_error(option, path, error):
 
 
 def _dense(X, width, path=None):
-    """C-contiguous float32 features with exactly ``width`` columns.
+    """C-contiguous float64 features with exactly ``width`` columns.
 
     SVMlight files list only non-zero features, so a file's width is its largest feature index: narrower files
     are padded with zero columns. Columns beyond ``width`` (the model's) cannot have been used by the model, which
@@ -1076,7 +1076,9 @@ def _dense(X, width, path=None):
     elif X.shape[1] < width:
         X = X.copy()
         X.resize((X.shape[0], width))
-    return np.ascontiguousarray(X.toarray(), dtype=np.float32)
+    # float64, as the file writes them: float32 moved values across thresholds of models fitted (or imported) on
+    # float64 data, so the command line scored some rows unlike Python and the model's own library.
+    return np.ascontiguousarray(X.toarray(), dtype=np.float64)
 
 
 if __name__ == "__main__":

@@ -57,7 +57,7 @@ from ._objectives import OBJECTIVES, TrainingQueries, make_objective
 from ._objectives.lambdarank import update_position_bias
 from ._parallel import parallel_region
 from ._queries import group_queries
-from ._validation import check_position, check_y
+from ._validation import _ENCODE_HINT, check_position, check_sample_weights, check_y
 from .exceptions import SchedulerLostError, WorkerLostError
 from .ranker import (
     _BINNING_SUBSAMPLE,
@@ -83,10 +83,10 @@ def _route_chunk(X, y, qid, sample_weight, position, query_ids, query_shard, fir
     qid = np.asarray(qid).reshape(-1)
     y = check_y(y, X.shape[0], "y")
     position = check_position(position, X.shape[0])
+    sample_weight = None if sample_weight is None else check_sample_weights(sample_weight, X)
     query = np.searchsorted(query_ids, qid)
     shard = query_shard[query]
     row = first_row + np.arange(X.shape[0], dtype=np.int64)
-    sample_weight = None if sample_weight is None else np.asarray(sample_weight)
     pieces = []
     for s in range(n_shards):
         keep = shard == s
@@ -956,6 +956,9 @@ def _query_table(client, qid):
     parts = client.compute([dask.delayed(np.unique)(chunk, return_counts=True)
                             for chunk in qid.to_delayed().ravel()], sync=True)
     ids, inverse = np.unique(np.concatenate([ids for ids, _ in parts]), return_inverse=True)
+    if ids.dtype.kind == "f" and not np.isfinite(ids).all():
+        raise ValueError("qid contains NaN or infinite values; every row needs a query id: drop those rows or give "
+                         "them an id.")
     sizes = np.bincount(inverse.reshape(-1), weights=np.concatenate([sizes for _, sizes in parts]),
                         minlength=ids.shape[0])
     return ids, sizes.astype(np.int64)
@@ -978,8 +981,13 @@ def _as_dask(X, arrays, where=""):
         X = da.from_array(np.asarray(X))
     if X.ndim != 2:
         raise ValueError(f"{where}X must be 2-D (rows, features), got {X.ndim} dimensions.")
+    if X.dtype.kind not in "biuf":
+        raise ValueError(f"{where}X must hold numbers, got dtype {X.dtype} (a text, category or object column?). "
+                         f"{_ENCODE_HINT}")
     if any(np.isnan(c) for c in X.chunks[0]):
         raise ValueError(f"{where}X has unknown chunk sizes; call X.compute_chunk_sizes() first.")
+    if 0 in X.shape:
+        raise ValueError(f"{where}X has shape {X.shape}; fit needs at least one row and one feature.")
     X = X.rechunk({1: -1})
     out = {}
     for name, a in arrays.items():

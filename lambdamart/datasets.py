@@ -356,7 +356,10 @@ def _scan_qids(path):
             if len(tokens) > 1 and tokens[1].startswith(b"qid"):
                 _, colon, value = tokens[1].partition(b":")
                 try:
-                    if not colon:
+                    # An optional sign, then ASCII digits (bytes.isdigit): int() would also take "1_0" as 10,
+                    # merging two queries.
+                    digits = value[1:] if value[:1] in (b"+", b"-") else value
+                    if not colon or not digits.isdigit():
                         raise ValueError
                     qids.append(int(value))
                 except (ValueError, OverflowError):
@@ -473,10 +476,7 @@ def _qid_from_query_file(path, query_file, n_rows):
             text = line.strip()
             if not text:
                 continue
-            try:
-                size = int(text)
-            except ValueError:
-                size = None
+            size = int(text) if text.isdigit() else None  # ASCII digits: int() would take "1_0" as 10
             if size is None or size <= 0:
                 raise ValueError(
                     f"{query_file} line {lineno}: query size {text.decode(errors='replace')!r} is not a "

@@ -89,7 +89,10 @@ def import_model(source) -> LambdaMARTRanker:
     source : str, os.PathLike, or a LightGBM/XGBoost model object
         The path of a LightGBM text model (``Booster.save_model("model.txt")``) or of an XGBoost JSON model
         (``Booster.save_model("model.json")``), told apart by content; or a fitted ``lightgbm.Booster``,
-        ``lightgbm.LGBMModel``, ``xgboost.Booster`` or ``xgboost.XGBModel``.
+        ``lightgbm.LGBMModel``, ``xgboost.Booster`` or ``xgboost.XGBModel``. An ``XGBModel`` gives the trees its
+        own ``predict`` uses (up to ``best_iteration`` after early stopping); a ``Booster`` or a file gives all of
+        them, as ``Booster.predict`` does, and NaN is the missing value (an ``XGBModel`` with another ``missing``
+        is refused; for a ``Booster`` the missing value is the DMatrix's, which the model does not record).
 
     Returns
     -------
@@ -137,11 +140,25 @@ def _model_object_bytes(model):
         if hasattr(booster, "model_to_string"):
             return booster.model_to_string().encode("utf-8")
     if library == "xgboost":
-        booster = model.get_booster() if hasattr(model, "get_booster") else model
+        booster = model
+        if hasattr(model, "get_booster"):  # the scikit-learn wrapper: the trees and the missing value its predict uses
+            missing = getattr(model, "missing", np.nan)
+            if missing is not None and not (isinstance(missing, float) and np.isnan(missing)):
+                raise ValueError(f"cannot import the {type(model).__name__}: it treats {missing!r} as missing "
+                                 f"(missing={missing!r}), which splits on values cannot reproduce; refit with "
+                                 f"missing=np.nan (its default).")
+            booster = model.get_booster()
+            try:
+                best = model.best_iteration  # set by early stopping; its predict stops there
+            except AttributeError:
+                best = None
+            if best is not None and best + 1 < booster.num_boosted_rounds():
+                booster = booster[:best + 1]
         if hasattr(booster, "save_raw"):
             return bytes(booster.save_raw(raw_format="json"))
     raise TypeError(f"source must be a path to a LightGBM text model or XGBoost JSON model, or a fitted "
-                    f"lightgbm.Booster/LGBMModel or xgboost.Booster/XGBModel; got {type(model).__name__}.")
+                    f"lightgbm.Booster/LGBMModel or xgboost.Booster/XGBModel (a scikit-learn wrapper must be "
+                    f"fitted first); got {type(model).__name__}.")
 
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "import_model", "load_model"]

@@ -24,7 +24,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _exchange, _model_format
 from ._checkpoint import Checkpoints, TrainingState, check_compatible, encode_params, fingerprint, read_latest
-from ._compat import Interval, StrOptions, check_sample_weight, validate_params
+from ._compat import Interval, StrOptions, validate_params
 from ._engine.binning import MAX_BINS, bin_features, find_thresholds
 from ._engine.contributions import contributions_serial, expected_values, explain_rows
 from ._engine.grower import GrowthParams, add_leaf_values, grow_tree, make_workspace
@@ -37,7 +37,7 @@ from ._metric_kernels import NDCG, per_query
 from ._objectives import OBJECTIVES, TrainingQueries, make_objective
 from ._parallel import fit_threads, n_threads, node_parallel_work, parallel_region, split_over_threads
 from ._queries import group_from_sizes, group_queries
-from ._validation import check_eval_set, check_position, check_X, check_y
+from ._validation import check_eval_set, check_position, check_sample_weights, check_X, check_y
 from ._version import __version__
 from .exceptions import InconsistentVersionWarning
 from .metrics import ndcg
@@ -459,11 +459,7 @@ class LambdaMARTRanker(BaseEstimator):
             raise ValueError("pass either qid (one id per row) or group (query sizes), not both.")
         groups = group_from_sizes(group, X.shape[0]) if group is not None else group_queries(qid, X.shape[0])
         if sample_weight is not None:
-            sample_weight = check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
-            if sample_weight.size and sample_weight.max() > _MAX_SAMPLE_WEIGHT:
-                raise ValueError(f"sample_weight holds weights up to {sample_weight.max():.3g}; the squared sums of "
-                                 f"weighted gradients in the split gains would overflow. Divide the weights by a "
-                                 f"constant (only their ratios and min_sum_hessian's scale matter).")
+            sample_weight = check_sample_weights(sample_weight, X)
         return X, y, groups, sample_weight
 
     def _split_queries(self, groups, rng, holdout):
@@ -855,11 +851,6 @@ class LambdaMARTRanker(BaseEstimator):
         content = _exchange.WRITERS[format](self._trees, self.n_features_in_, None if names is None else list(names))
         write_atomically(path, content)
         return self
-
-
-# The largest sample weight fit takes: the split gain squares sums of weighted λ, which from ~1e154 overflowed and
-# left a model without splits; 1e100 keeps a wide margin for sums over billions of rows.
-_MAX_SAMPLE_WEIGHT = 1e100
 
 
 def _predict_trees(trees, X, n_jobs, walk=None):

@@ -158,6 +158,22 @@ def test_bad_input_fails_before_training(client, data):
         DaskLambdaMARTRanker(client=client, n_estimators=2).fit(Xd, da.from_array(bad, chunks=1500), qd)
     with pytest.raises(ValueError, match="learning_rate"):
         DaskLambdaMARTRanker(client=client, learning_rate=-1.0).fit(Xd, yd, qd)
+    # The checks a local fit makes on weights and query ids (an infinite weight made every prediction NaN; a NaN
+    # query id became a query of its own) and on X's type and shape (numba's typing errors, an IndexError).
+    weights = {"NaN": np.r_[np.nan, np.ones(y.size - 1)], "inf": np.r_[np.inf, np.ones(y.size - 1)],
+               "Negative": -np.ones(y.size), "weights up to 1e\\+200": np.full(y.size, 1e200)}
+    for message, weight in weights.items():
+        with pytest.raises(ValueError, match=message):
+            DaskLambdaMARTRanker(client=client, n_estimators=2).fit(Xd, yd, qd, sample_weight=da.from_array(
+                weight, chunks=Xd.chunks[0]))
+    nan_qid = qid.astype(float)
+    nan_qid[7] = np.nan
+    with pytest.raises(ValueError, match="qid contains NaN"):
+        DaskLambdaMARTRanker(client=client, n_estimators=2).fit(Xd, yd, da.from_array(nan_qid, chunks=Xd.chunks[0]))
+    with pytest.raises(ValueError, match="X must hold numbers, got dtype object"):
+        DaskLambdaMARTRanker(client=client, n_estimators=2).fit(Xd.astype(object), yd, qd)
+    with pytest.raises(ValueError, match=r"X has shape \(\d+, 0\); fit needs at least one row and one feature"):
+        DaskLambdaMARTRanker(client=client, n_estimators=2).fit(Xd[:, :0], yd, qd)
 
 
 def _fit_killing_workers(data, params, kill_after_rounds, capsys, fit_kwargs=None):

@@ -157,6 +157,7 @@ GOOD = "1 qid:1 1:0.5 2:0.25\n0 qid:1 1:0.1 3:1\n"
         ("1 qid:1 1.5:0.5", r"feature index '1\.5' is not an integer"),
         ("1 qid:x 1:0.5", r"malformed query id 'qid:x'"),
         ("1 qid 1:0.5", r"malformed query id 'qid'"),
+        ("1 qid:1_0 1:0.5", r"malformed query id 'qid:1_0'"),  # int() reads 10: it would merge with qid:10
         ("1,2 qid:1 1:0.5", r"label '1,2' is not a number"),
         ("1 qid:1 99999999999:0.5", r"feature index 99999999999 is too large"),
     ],
@@ -197,6 +198,7 @@ def test_non_finite_label_is_located(tmp_path):
     [
         ("2\n1.5\n1\n", r"sizes\.query line 2: query size '1\.5' is not a positive integer"),
         ("2\nabc\n", r"sizes\.query line 2: query size 'abc'"),
+        ("2\n1_0\n", r"sizes\.query line 2: query size '1_0' is not a positive integer"),
         ("2\n2\n0\n", r"sizes\.query line 3: query size '0' is not a positive integer"),
         ("-1\n5\n", r"sizes\.query line 1: query size '-1'"),
         ("2\n1\n", r"sizes\.query: the 2 query sizes sum to 3, but .*rank\.train has 4 rows"),

@@ -228,6 +228,56 @@ def test_onnx_model_records_feature_names(tmp_path):
     assert json.loads(props["feature_names"]) == list("abcd")
 
 
+def test_xgboost_reads_non_ascii_feature_names_and_refuses_none(tmp_path):
+    """Names are written as UTF-8 (XGBoost keeps a \\uXXXX escape as six characters, and predicting with the
+    DataFrame then failed on the names); names XGBoost forbids are refused at export, not at its predict."""
+    xgb = pytest.importorskip("xgboost")
+    pd = pytest.importorskip("pandas")
+    X, y, qid = make_data(seed=4)
+    frame = pd.DataFrame(X, columns=["größe", "preis", "rang", "x"])
+    ranker = fit(frame, y, qid)
+    ranker.export_model(tmp_path / "u.json", format="xgboost")
+    booster = xgb.Booster()
+    booster.load_model(str(tmp_path / "u.json"))
+    assert booster.feature_names == ["größe", "preis", "rang", "x"]
+    np.testing.assert_allclose(booster.predict(xgb.DMatrix(frame)), ranker.predict(frame), rtol=0, atol=1e-5)
+    with pytest.raises(ValueError, match=r"XGBoost refuses feature names with '\[', '\]' or '<' \(e.g. 'a\[1\]'\)"):
+        fit(frame.rename(columns={"x": "a[1]"}), y, qid).export_model(tmp_path / "v.json", format="xgboost")
+
+
+def test_a_model_without_trees_exports_to_onnx_as_zero(tmp_path):
+    ort = pytest.importorskip("onnxruntime")
+    xgb = pytest.importorskip("xgboost")
+    X, y, _ = make_data(seed=4)
+    empty = import_model(xgb.train({"objective": "reg:squarederror", "base_score": 0.0}, xgb.DMatrix(X, y), 0))
+    empty.export_model(tmp_path / "z.onnx", format="onnx")
+    session = ort.InferenceSession(str(tmp_path / "z.onnx"))
+    np.testing.assert_array_equal(session.run(None, {"X": X})[0].ravel(), empty.predict(X))
+
+
+def test_a_tree_too_deep_for_the_json_dump_is_refused_in_one_line(tmp_path):
+    """A chain of 2000 splits (an imported model can be one): the other formats take it."""
+    depth = 2000
+    lines = ["tree", "version=v4", "num_class=1", "num_tree_per_iteration=1", "label_index=0", "max_feature_idx=0",
+             "objective=regression", "feature_names=Column_0", "feature_infos=[0:1]", "tree_sizes=0", "",
+             "Tree=0", f"num_leaves={depth + 1}", "num_cat=0",
+             "split_feature=" + " ".join(["0"] * depth), "split_gain=" + " ".join(["1"] * depth),
+             "threshold=" + " ".join(str(i + 0.5) for i in range(depth)),
+             "decision_type=" + " ".join(["10"] * depth),
+             "left_child=" + " ".join(str(-(i + 1)) for i in range(depth)),
+             "right_child=" + " ".join(str(i + 1) for i in range(depth - 1)) + f" {-(depth + 1)}",
+             "leaf_value=" + " ".join(str(float(i)) for i in range(depth + 1)),
+             "leaf_weight=" + " ".join(["1"] * (depth + 1)), "leaf_count=" + " ".join(["1"] * (depth + 1)),
+             "internal_value=" + " ".join(["0"] * depth), "internal_weight=" + " ".join(["1"] * depth),
+             "internal_count=" + " ".join(["1"] * depth), "is_linear=0", "shrinkage=1", "", "end of trees", ""]
+    (tmp_path / "chain.txt").write_text("\n".join(lines))
+    chain = import_model(tmp_path / "chain.txt")
+    assert chain.predict(np.array([[10.2], [1e9]])).tolist() == [10.0, 2000.0]
+    with pytest.raises(ValueError, match="tree 0 is too deep for the JSON tree dump.*format='xgboost'"):
+        chain.export_model(tmp_path / "chain.json", format="xgboost-dump")
+    chain.export_model(tmp_path / "chain.onnx", format="onnx")
+
+
 # ---------------------------------------------------------------- the method
 
 

@@ -195,6 +195,24 @@ def test_xgboost_rows_go_xgboost_s_way_at_every_split_condition(xgb_ranker, data
                                    err_msg=f"tree {k}")
 
 
+def test_an_xgboost_scikit_learn_model_imports_what_its_predict_uses(data):
+    """After early stopping its predict stops at best_iteration, and so does the import; a missing value other than
+    NaN (missing=0) cannot be reproduced by splits on values, so it is refused."""
+    xgb = pytest.importorskip("xgboost")
+    X, y, qid = data
+    queries = np.unique(qid)
+    train, valid = qid < queries[20], qid >= queries[20]
+    model = xgb.XGBRanker(n_estimators=200, max_depth=3, learning_rate=0.3, early_stopping_rounds=2, n_jobs=1,
+                          eval_metric="ndcg").fit(X[train], y[train], qid=qid[train], eval_set=[(X[valid], y[valid])],
+                                                  eval_qid=[qid[valid]], verbose=False)
+    assert model.best_iteration + 1 < model.get_booster().num_boosted_rounds()  # stopped, with rounds after the best
+    ranker = import_model(model)
+    assert ranker.n_estimators_ == model.best_iteration + 2  # its trees and base_score
+    np.testing.assert_allclose(ranker.predict(X), model.predict(X), rtol=0, atol=1e-6)
+    with pytest.raises(ValueError, match=r"treats 0.0 as missing .* refit with missing=np.nan"):
+        import_model(xgb.XGBRanker(n_estimators=2, missing=0.0, n_jobs=1).fit(X, y, qid=qid))
+
+
 @pytest.mark.parametrize("case, message", [("multiclass", "multiclass"), ("binary", "transforms the sum"),
                                            ("categorical", "by category"), ("dart", "dart")])
 def test_xgboost_models_we_cannot_reproduce_are_refused(case, message, data):
@@ -230,6 +248,9 @@ def test_garbage_truncated_and_foreign_files_are_refused(lgb_ranker, xgb_ranker,
         "empty.json": (b"{}", "lacks XGBoost's learner"),
         "pickle.pkl": (b"\x80\x04K\x01.", "pickle"),
         "model.ubj": (bytes(xgb_ranker.get_booster().save_raw(raw_format="ubj")), "UBJSON"),
+        # A feature count no model has (0 gave a ranker that predicts nothing; 1e10 names to make on export).
+        "no_features.json": (raw.replace(b'"num_feature":"5"', b'"num_feature":"0"'), "num_feature is 0"),
+        "huge_width.json": (raw.replace(b'"num_feature":"5"', b'"num_feature":"10000000000"'), "damaged"),
     }
     for name, (content, message) in cases.items():
         (tmp_path / name).write_bytes(content)

@@ -15,6 +15,9 @@ import json
 
 import numpy as np
 
+from .._engine.tree import concatenate_trees
+from .nodes import leaf_node_arrays
+
 _BRANCH_LEQ = 0
 _SUM = 1
 _NO_TRANSFORM = 0
@@ -41,6 +44,8 @@ def write(trees, n_features, feature_names):
     import onnx  # optional dependency (the "onnx" extra)
     from onnx import TensorProto, helper, numpy_helper
 
+    if trees["feature"].shape[0] == 0:  # no trees (an imported model of 0 rounds): one leaf of 0 scores as it does
+        trees = concatenate_trees([leaf_node_arrays(1)])
     left, right, feature = trees["left"], trees["right"], trees["feature"]
     split = left >= 0
     leaf = ~split

@@ -30,6 +30,8 @@ from .nodes import ForeignModel, feature_label, flat_trees, leaf_node_arrays
 
 F32 = np.float32
 _F32_MAX = float(np.finfo(np.float32).max)
+# XGBoost counts features in 32 bits (bst_feature_t).
+_MAX_FEATURES = 2**32 - 1
 _ABOVE_F32_MAX = 2.0 ** 128  # the float64 image of "the float32 after FLT_MAX" when rounding to float32
 _NO_PARENT = 2147483647
 # Objectives whose predict is the raw sum of base_score and the leaves (no sigmoid, exp or softmax on top).
@@ -103,6 +105,10 @@ def write_model(trees, n_features, feature_names):
     -------
     str
     """
+    refused = [str(n) for n in (feature_names if feature_names is not None else []) if set(str(n)) & set("[]<")]
+    if refused:
+        raise ValueError(f"XGBoost refuses feature names with '[', ']' or '<' (e.g. {refused[0]!r}) when it "
+                         f"predicts; rename those columns before fitting, or export format='lightgbm' or 'onnx'.")
     xgb_trees = []
     for i, tree in enumerate(split_trees(trees)):
         split = tree["left"] >= 0
@@ -147,8 +153,9 @@ def write_model(trees, n_features, feature_names):
             "lambdarank_unbiased": "0", "lambdarank_bias_norm": "1", "ndcg_exp_gain": "1",
             "lambdarank_normalization": "1", "lambdarank_score_normalization": "1"}}},
         "version": [2, 1, 0]}
-    # XGBoost's JSON reader accepts Infinity / -Infinity (and writes them itself).
-    return json.dumps(document, separators=(",", ":"))
+    # XGBoost's JSON reader accepts Infinity / -Infinity (and writes them itself), and reads names as UTF-8: a
+    # \uXXXX escape would stay in the name as those six characters.
+    return json.dumps(document, separators=(",", ":"), ensure_ascii=False)
 
 
 # ---------------------------------------------------------------- the tree dump
@@ -181,7 +188,11 @@ def write_dump(trees, n_features, feature_names):
     for tree in split_trees(trees):
         tree["condition"] = _f32_list(np.minimum(_split_conditions(tree), F32(_F32_MAX)))
         tree["leaf"] = _f32_list(tree["value"])
-        dumped.append(json.dumps(_dump_node(tree, names, 0, 0), allow_nan=False))
+        try:
+            dumped.append(json.dumps(_dump_node(tree, names, 0, 0), allow_nan=False, ensure_ascii=False))
+        except RecursionError:  # the dump nests a level per depth; Python's json stops near 1000 levels
+            raise ValueError(f"tree {len(dumped)} is too deep for the JSON tree dump, which nests one object per "
+                             f"level; export format='xgboost', 'lightgbm' or 'onnx' instead.") from None
     return "[\n" + ",\n".join(dumped) + "\n]\n"
 
 
@@ -241,6 +252,9 @@ def read_model(raw, where):
     except (KeyError, TypeError, AttributeError, ValueError) as e:
         raise ValueError(f"{where}: it lacks XGBoost's learner entries ({e!r}); it is not an XGBoost JSON model or "
                          f"is incomplete.") from None
+    if not 1 <= n_features <= _MAX_FEATURES:
+        raise ValueError(f"{where}: its num_feature is {n_features}, which no model has (1 to {_MAX_FEATURES}); "
+                         f"the file is damaged.")
     if n_class > 1 or n_target > 1:
         raise ValueError(f"{where}: it has num_class={n_class}, num_target={n_target}; a LambdaMARTRanker has one "
                          f"output, so only single-output models (ranking, regression) can be imported, not "

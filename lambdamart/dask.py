@@ -916,6 +916,9 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
         if hasattr(X, "map_partitions"):  # a dask DataFrame: partitions keep their column names
             return X.map_partitions(_predict_frame, local, meta=(None, "f8")).to_dask_array(lengths=True)
         if isinstance(X, da.Array):
+            if X.ndim != 2:
+                raise ValueError(f"X must be 2-D (rows, features), got {X.ndim} dimensions; a single row is "
+                                 f"X.reshape(1, -1).")
             X = X.rechunk({1: -1})
             return X.map_blocks(_predict_block, local, dtype=np.float64, drop_axis=1)
         return local.predict(X)
@@ -1004,6 +1007,8 @@ def _as_dask(X, arrays, where=""):
             a = da.from_array(a, chunks=X.chunks[0])
         if a.ndim != 1:
             raise ValueError(f"{where}{name} must be one-dimensional, got shape {a.shape}.")
+        if any(np.isnan(c) for c in a.chunks[0]):
+            raise ValueError(f"{where}{name} has unknown chunk sizes; call {name}.compute_chunk_sizes() first.")
         if a.chunks[0] != X.chunks[0]:
             raise ValueError(f"{where}the row chunks of {name} {a.chunks[0]} do not line up with X's {X.chunks[0]}; "
                              f"rechunk them alike, e.g. {name}.rechunk(X.chunks[0]).")

@@ -135,6 +135,8 @@ def test_predict_is_lazy_for_dask_and_numpy_for_numpy(client, data):
     eager = model.predict(X)
     assert isinstance(eager, np.ndarray)
     np.testing.assert_array_equal(lazy.compute(), eager)
+    with pytest.raises(ValueError, match=r"X must be 2-D .*X.reshape\(1, -1\)"):
+        model.predict(da.from_array(X[0], chunks=2))
     local = model.to_local()
     assert type(local) is LambdaMARTRanker and "client" not in local.get_params()
     assert model.score(da.from_array(X, chunks=(1000, -1)), da.from_array(y, chunks=1000),
@@ -174,6 +176,9 @@ def test_bad_input_fails_before_training(client, data):
         DaskLambdaMARTRanker(client=client, n_estimators=2).fit(Xd.astype(object), yd, qd)
     with pytest.raises(ValueError, match=r"X has shape \(\d+, 0\); fit needs at least one row and one feature"):
         DaskLambdaMARTRanker(client=client, n_estimators=2).fit(Xd[:, :0], yd, qd)
+    unknown = yd[yd >= 0]  # a filter leaves the chunk sizes unknown
+    with pytest.raises(ValueError, match=r"y has unknown chunk sizes; call y.compute_chunk_sizes\(\) first"):
+        DaskLambdaMARTRanker(client=client, n_estimators=2).fit(Xd, unknown, qd)
 
 
 def _fit_killing_workers(data, params, kill_after_rounds, capsys, fit_kwargs=None):

@@ -44,8 +44,9 @@ def check_X(estimator, X, reset, **kwargs):
     return np.ascontiguousarray(X_checked.toarray() if sp.issparse(X_checked) else X_checked)
 
 
-_ENCODE_HINT = ("LambdaMARTRanker needs numeric features: encode the column first (e.g. with "
-                "sklearn.preprocessing.OrdinalEncoder or OneHotEncoder, or pandas' .cat.codes), or drop it.")
+# How to turn a non-numeric column into features (the local and the Dask fit's messages end with it).
+ENCODE_HINT = ("LambdaMARTRanker needs numeric features: encode the column first (e.g. with "
+               "sklearn.preprocessing.OrdinalEncoder or OneHotEncoder, or pandas' .cat.codes), or drop it.")
 
 
 # What pandas' infer_dtype calls an object column that holds only numbers (and missing values).
@@ -63,10 +64,10 @@ def _check_dataframe_dtypes(X):
         name = getattr(dtype, "name", str(dtype))
         if name == "category":
             raise ValueError(f"X column {column!r} is categorical (pandas 'category' dtype), which LambdaMARTRanker "
-                             f"does not split on. {_ENCODE_HINT} If its categories are numbers that are meaningful "
+                             f"does not split on. {ENCODE_HINT} If its categories are numbers that are meaningful "
                              f"as values, use X[{column!r}].astype(float).")
         if kind in "mM":
-            raise ValueError(f"X column {column!r} holds dates or durations (dtype {name}). {_ENCODE_HINT} For a "
+            raise ValueError(f"X column {column!r} holds dates or durations (dtype {name}). {ENCODE_HINT} For a "
                              f"date, a number such as days since a reference date works.")
         if kind in "biuf":
             continue
@@ -84,9 +85,9 @@ def _check_dataframe_dtypes(X):
         value = values[row]
         if isinstance(value, str):
             raise ValueError(f"X column {column!r} holds text (dtype {name}; e.g. {value!r} at row {row}). "
-                             f"{_ENCODE_HINT} If the text is numbers, convert it with pd.to_numeric first.")
+                             f"{ENCODE_HINT} If the text is numbers, convert it with pd.to_numeric first.")
         raise ValueError(f"X column {column!r} holds non-numeric values (dtype {name}; e.g. {value!r} at "
-                         f"row {row}). {_ENCODE_HINT}")
+                         f"row {row}). {ENCODE_HINT}")
 
 
 def _missing_as_nan(X):
@@ -130,7 +131,7 @@ def _locate_non_numeric(X):
         except (TypeError, ValueError, OverflowError):
             i, value = first_non_number(values)
             shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
-            return f"X column {name!r} holds a value that is not a float64 number ({shown} at row {i}). {_ENCODE_HINT}"
+            return f"X column {name!r} holds a value that is not a float64 number ({shown} at row {i}). {ENCODE_HINT}"
     return None
 
 

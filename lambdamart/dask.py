@@ -57,7 +57,7 @@ from ._objectives import OBJECTIVES, TrainingQueries, make_objective
 from ._objectives.lambdarank import update_position_bias
 from ._parallel import parallel_region
 from ._queries import group_queries
-from ._validation import _ENCODE_HINT, check_position, check_sample_weights, check_y
+from ._validation import ENCODE_HINT, check_position, check_sample_weights, check_y
 from .exceptions import SchedulerLostError, WorkerLostError
 from .ranker import (
     _BINNING_SUBSAMPLE,
@@ -986,7 +986,7 @@ def _as_dask(X, arrays, where=""):
         raise ValueError(f"{where}X must be 2-D (rows, features), got {X.ndim} dimensions.")
     if X.dtype.kind not in "biuf":
         raise ValueError(f"{where}X must hold numbers, got dtype {X.dtype} (a text, category or object column?). "
-                         f"{_ENCODE_HINT}")
+                         f"{ENCODE_HINT}")
     if any(np.isnan(c) for c in X.chunks[0]):
         raise ValueError(f"{where}X has unknown chunk sizes; call X.compute_chunk_sizes() first.")
     if 0 in X.shape:

@@ -31,7 +31,7 @@ def write_atomically(path, text, encoding="utf-8"):
         When ``path`` names a directory (or ends with a separator).
     """
     given = os.fspath(path)
-    if given == "" or given.endswith(("/", os.sep)) or os.path.isdir(given):
+    if names_a_directory(given):
         raise ValueError(f"{given!r} names a directory; give the path of a file to write.")
     binary = isinstance(text, bytes)
     mode = "b" if binary else ""
@@ -56,6 +56,12 @@ def write_atomically(path, text, encoding="utf-8"):
         if tmp.exists():
             tmp.unlink()
     _fsync_directory(path.parent)
+
+
+def names_a_directory(path):
+    """Whether ``path`` (str) cannot be a file to write: empty (the current directory), ending in a separator, or
+    an existing directory."""
+    return path == "" or path.endswith(("/", os.sep)) or os.path.isdir(path)
 
 
 def _fsync_directory(directory):

@@ -37,7 +37,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from . import __version__
-from ._files import write_atomically
+from ._files import names_a_directory, write_atomically
 from ._values import int64_or_none
 
 EXIT_OK, EXIT_DATA, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 0, 1, 2, 130, 141
@@ -992,7 +992,7 @@ def _writing(path):
 
 def _check_writable(path, option):
     """Fail before the work, not after, when an output path cannot be written."""
-    if not path or path.endswith(("/", os.sep)) or os.path.isdir(path):
+    if names_a_directory(path):
         raise CommandError(f"{option} {path!r} is a directory; give a file name.")
     if os.path.exists(path) and not os.access(path, os.W_OK):
         raise CommandError(f"{option}: the file {path} exists and is not writable.")

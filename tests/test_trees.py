@@ -373,13 +373,16 @@ def test_all_nan_and_constant_columns():
     assert np.all(codes[0] == 1) and np.all(codes[1] == 0)
 
 
-@pytest.mark.parametrize("max_bins", [4, 32, 255])
+# 16 and 17 bins: 15 and 16 thresholds, either side of the binning kernel's shorter search for few thresholds.
+@pytest.mark.parametrize("max_bins", [4, 16, 17, 32, 255])
 def test_bin_le_b_iff_raw_le_threshold(max_bins):
     rng = np.random.default_rng(max_bins + 7)
     train = np.column_stack([rng.normal(size=600), rng.integers(0, 10, 600).astype(float),
                              np.round(rng.exponential(size=600), 1)])
     train[rng.random(600) < 0.05, 2] = np.nan
     thresholds, offsets = find_thresholds(train, max_bins)
+    if max_bins in (16, 17):
+        assert np.diff(offsets)[0] == max_bins - 1
     # Unseen values, values equal to thresholds, out of range, infinities.
     test = np.concatenate([rng.normal(scale=3, size=(300, 3)), np.tile(thresholds[:, None], (1, 3)),
                            np.array([[np.inf] * 3, [-np.inf] * 3, [1e300] * 3, [-1e300] * 3])])

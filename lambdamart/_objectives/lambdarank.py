@@ -310,7 +310,7 @@ def _all_tied_pairs(n, label, gain, pair_discounts, sigma, sums):
     from the count of every label value: O(n + K²) for K distinct labels instead of the n²/2 pairs a query-wide tie
     block would take in the pair loops.
     """
-    value_of, counts, value_gain, _ = _label_values(label, 0, n, gain)
+    value_of, counts, value_gain, _ = _label_values(label, np.int64(0), n, gain)  # not a literal: one compilation
     _, _, within, _, scale = _discount_rows(pair_discounts)
     weight = within[0] * scale[0]
     # Documents with the same label have the same sums: one per label value, O(K²), then one write per document.

@@ -185,7 +185,7 @@ def _bin_rows(X, rows, padded, counts, f0, f1, codes):
 @njit(cache=True, inline="always")
 def _count_below(edges, x, step):
     """How many of the ascending, +inf-padded ``edges`` are below ``x``, in halving steps from ``step`` (a power of
-    two that is at least half their count). Adding each comparison's result instead of branching on it avoids a
+    two; finds up to 2·step - 1 edges). Adding each comparison's result instead of branching on it avoids a
     misprediction at every step (2x)."""
     pos = 0
     while step > 0:

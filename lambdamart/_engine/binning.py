@@ -175,7 +175,7 @@ def _bin_rows(X, rows, padded, counts, f0, f1, codes):
             missing = counts[f] + 1
             # Up to 15 thresholds (flags, counts, most sparse features) take four halving steps instead of eight,
             # each in a loop of its own with a fixed count (a count chosen per feature, not unrolled, was slower).
-            few = counts[f] < 16
+            few = counts[f] <= 15  # what four steps from 8 reach (8 + 4 + 2 + 1)
             for i in range(lo, hi):
                 x = X[rows[i], f]
                 pos = _count_below(edges, x, 8) if few else _count_below(edges, x, 128)

@@ -48,8 +48,8 @@ _LIST_WORK = 12.0
 # From this many training rows the histograms are most of a tree's time, and the sparse features' lists go to as
 # few blocks as possible (the model above). On smaller data the split search weighs as much (LightGBM's example,
 # 3k rows: 57 % of a tree), costs per feature in a way this model does not capture, and contiguous blocks of equal
-# histogram and search work kept the threads better balanced (that fit took 0.79-0.89x LightGBM's time against
-# 1.12-1.32x).
+# histogram work kept the threads better balanced (that fit took 0.79-0.89x LightGBM's time against 1.12-1.32x);
+# counting the search's work too (_SEARCH_WORK) balances them better still.
 _SHARED_LISTS_ROWS = 50_000
 # The split search's work per bin of a feature, over the number of rows, in dense-feature updates per row: a tree
 # searches ~50 nodes over all their bins (~3.3 ns a bin) and histograms ~2x its rows (~0.8 ns an update). Counted
@@ -157,7 +157,8 @@ def make_layout(codes, n_bins, n_blocks):
         sparse_chunks, dense_runs = _share_out(work[sparse_features], sparse_features, work[dense_features],
                                                bin_offsets, max(1, n_blocks))
     else:
-        bounds = _cut_blocks(work + _SEARCH_WORK / max(n_rows, 1) * np.diff(bin_offsets), bin_offsets, max(1, n_blocks))
+        search_work = _SEARCH_WORK / max(n_rows, 1) * np.diff(bin_offsets)
+        bounds = _cut_blocks(work + search_work, bin_offsets, max(1, n_blocks))
         sparse_at, dense_at = np.searchsorted(sparse_features, bounds), np.searchsorted(dense_features, bounds)
         sparse_chunks = list(zip(sparse_at[:-1], sparse_at[1:]))
         dense_runs = list(zip(dense_at[:-1], dense_at[1:]))

@@ -35,7 +35,14 @@ from ._files import write_atomically
 from ._gains import label_gains
 from ._metric_kernels import NDCG, per_query
 from ._objectives import OBJECTIVES, TrainingQueries, make_objective
-from ._parallel import fit_threads, n_threads, node_parallel_work, parallel_region, split_over_threads
+from ._parallel import (
+    fit_threads,
+    n_threads,
+    node_parallel_work,
+    node_partition_rows,
+    parallel_region,
+    split_over_threads,
+)
 from ._queries import group_from_sizes, group_queries
 from ._validation import check_eval_set, check_position, check_sample_weights, check_X, check_y
 from ._version import __version__
@@ -619,7 +626,7 @@ class LambdaMARTRanker(BaseEstimator):
         n_tree_queries = max(1, int(round(self.subsample * n_queries)))
         params = self._growth_params()
         workspace = make_workspace(n_rows, layout.total_bins, self.max_leaf_nodes, n_features)
-        parallel_work = node_parallel_work()
+        parallel_work, partition_rows = node_parallel_work(), node_partition_rows(n_rows)
 
         valid_rows = [np.arange(v.scores.shape[0], dtype=np.int64) for v in valid]
         for tree in trees:  # the scores the earlier rounds left, rebuilt with the same additions in order
@@ -640,7 +647,7 @@ class LambdaMARTRanker(BaseEstimator):
                     objective.gradients(scores, tree_queries, grad, hess)
                 with _timed(profile, "tree_growth"):
                     tree = grow_tree(codes, n_bins, layout, features, grad, hess, rows, params, workspace,
-                                     parallel_work)
+                                     parallel_work, partition_rows)
                 with _timed(profile, "score_update"):
                     add_leaf_values(scores, rows, tree.feature, tree.value, tree.node_start, tree.node_stop)
                     if rows.shape[0] < n_rows:  # rows outside the subsample walk the tree

@@ -46,6 +46,8 @@ def paths(request, monkeypatch):
     if request.param == "serial":
         return 1
     monkeypatch.setattr(lambdamart._parallel, "_FIT_VALUES", {True: 0, False: 0})
+    monkeypatch.setattr(lambdamart._parallel, "_PARTITION_FIT_ROWS", 0)
+    monkeypatch.setattr(lambdamart._parallel, "_PARTITION_NODE_ROWS", {True: 1, False: 1})
     monkeypatch.setattr(lambdamart.ranker, "_SERIAL_PREDICT_WORK", 0)
     monkeypatch.setattr(lambdamart.ranker, "_BINNING_SUBSAMPLE", 150)
     return 2

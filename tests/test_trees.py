@@ -10,7 +10,15 @@ from helpers import reference_predict
 from lambdamart._engine import histogram
 from lambdamart._engine import predict as predict_module
 from lambdamart._engine.binning import MIN_SAMPLES_PER_BIN, bin_features, find_thresholds
-from lambdamart._engine.grower import GrowthParams, add_leaf_values, grow_tree, make_workspace
+from lambdamart._engine.grower import (
+    GrowthParams,
+    add_leaf_values,
+    gather_node,
+    grow_tree,
+    make_workspace,
+    partition_node,
+    partition_node_threaded,
+)
 from lambdamart._engine.histogram import (
     GROUP_FEATURES,
     SPARSE_SHARE,
@@ -984,8 +992,9 @@ def test_predict_does_not_depend_on_node_order():
     np.testing.assert_array_equal(predict_serial(X, *args), expected)
 
 
-@pytest.mark.parametrize("parallel_work", [None, 1], ids=["serial", "threaded"])
-def test_a_workspace_reused_from_tree_to_tree_grows_the_same_trees(parallel_work):
+@pytest.mark.parametrize("parallel_work, partition_rows", [(None, None), (1, None), (1, 1)],
+                         ids=["serial", "threaded", "threaded partition"])
+def test_a_workspace_reused_from_tree_to_tree_grows_the_same_trees(parallel_work, partition_rows):
     """A fit grows every tree in one workspace (histograms, row order, per-feature splits): what a tree leaves there
     must not change the next one, whatever its features, rows or gradients."""
     rng = np.random.default_rng(21)
@@ -1001,9 +1010,62 @@ def test_a_workspace_reused_from_tree_to_tree_grows_the_same_trees(parallel_work
         rows = np.sort(rng.choice(700, 600, replace=False)).astype(np.int64)
         grad, hess = rng.normal(size=700), rng.uniform(0.2, 1.0, 700)
         with parallel_region(2):
-            reused = grow_tree(codes, n_bins, layout, features, grad, hess, rows.copy(), params, shared, parallel_work)
+            reused = grow_tree(codes, n_bins, layout, features, grad, hess, rows.copy(), params, shared, parallel_work,
+                               partition_rows)
             fresh = grow_tree(codes, n_bins, layout, features, grad, hess, rows.copy(), params,
-                              make_workspace(700, layout.total_bins, 15, 9), parallel_work)
+                              make_workspace(700, layout.total_bins, 15, 9), parallel_work, partition_rows)
         assert np.sum(fresh.feature >= 0) > 3
         for name in fresh._fields:
             np.testing.assert_array_equal(getattr(reused, name), getattr(fresh, name), err_msg=f"tree {t}: {name}")
+
+
+@pytest.mark.parametrize("n_chunks", [1, 2, 3, 7])
+@pytest.mark.parametrize("small_is_left", [False, True])
+def test_threaded_partition_equals_partition_then_gather(n_chunks, small_is_left):
+    """The threaded partition puts the rows in the serial partition's order and gathers the named child's λ and w,
+    whatever the chunks (more than rows in some nodes) and wherever the missing values go."""
+    rng = np.random.default_rng(5)
+    n = 1000
+    codes = rng.integers(0, 6, size=(3, n)).astype(np.uint8)  # code 5 is feature 1's missing bin
+    grad, hess = rng.normal(size=n), rng.uniform(0.1, 1.0, n)
+    order = rng.permutation(n).astype(np.int64)
+    buffers = np.empty((2, n), dtype=np.int64)
+    for start, stop in [(0, n), (100, 105), (200, 201), (300, 300 + n_chunks - 1), (0, 0)]:
+        for split_bin, missing_left in [(2, False), (2, True), (-1, True), (5, False)]:
+            rows, expected_rows = order.copy(), order.copy()
+            ordered_grad, ordered_hess = np.zeros(n), np.zeros(n)
+            expected_grad, expected_hess = np.zeros(n), np.zeros(n)
+            boundary = partition_node_threaded(codes, rows, start, stop, 1, split_bin, 5, missing_left, small_is_left,
+                                               grad, hess, ordered_grad, ordered_hess, buffers, n_chunks)
+            expected = partition_node(codes, expected_rows, start, stop, 1, split_bin, 5, missing_left, buffers[1])
+            assert boundary == expected
+            np.testing.assert_array_equal(rows, expected_rows)
+            lo, hi = (start, boundary) if small_is_left else (boundary, stop)
+            gather_node(grad, hess, expected_rows, lo, hi, expected_grad, expected_hess)
+            np.testing.assert_array_equal(ordered_grad, expected_grad)
+            np.testing.assert_array_equal(ordered_hess, expected_hess)
+
+
+def test_threaded_partition_grows_the_same_trees():
+    """Partitioning nodes on threads changes neither the trees nor the order of their rows."""
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(3000, 6))
+    X[rng.random(X.shape) < 0.1] = np.nan
+    _, _, codes, n_bins = binned(X, 32)
+    layout = make_layout(codes, n_bins, 3)
+    params = GrowthParams(max_leaf_nodes=31, max_depth=-1, min_samples_leaf=5, min_sum_hessian=1e-3,
+                          l2_regularization=0.0, learning_rate=0.1)
+    grad, hess = rng.normal(size=3000) + np.nan_to_num(X[:, 0]), rng.uniform(0.2, 1.0, 3000)
+    rows = np.sort(rng.choice(3000, 2500, replace=False)).astype(np.int64)
+    trees, orders = [], []
+    for partition_rows in (None, 1, 400):
+        tree_rows = rows.copy()
+        with parallel_region(2):
+            trees.append(grow_tree(codes, n_bins, layout, np.arange(6, dtype=np.int64), grad, hess, tree_rows, params,
+                                   make_workspace(3000, layout.total_bins, 31, 6), 1, partition_rows))
+        orders.append(tree_rows)
+    assert np.sum(trees[0].feature >= 0) == 30
+    for tree, order in zip(trees[1:], orders[1:]):
+        np.testing.assert_array_equal(order, orders[0])
+        for name in tree._fields:
+            np.testing.assert_array_equal(getattr(tree, name), getattr(trees[0], name), err_msg=name)

@@ -992,18 +992,24 @@ def test_predict_does_not_depend_on_node_order():
     np.testing.assert_array_equal(predict_serial(X, *args), expected)
 
 
+def _trees_with_missing_values(rng, n_rows, n_features, max_bins, n_blocks, max_leaf_nodes):
+    """Normal features with 10 % missing values, binned and laid out in ``n_blocks`` blocks, and growth parameters
+    for trees of ``max_leaf_nodes`` leaves: ``(X, codes, n_bins, layout, params)``."""
+    X = rng.normal(size=(n_rows, n_features))
+    X[rng.random(X.shape) < 0.1] = np.nan
+    _, _, codes, n_bins = binned(X, max_bins)
+    params = GrowthParams(max_leaf_nodes=max_leaf_nodes, max_depth=-1, min_samples_leaf=5, min_sum_hessian=1e-3,
+                          l2_regularization=0.0, learning_rate=0.1)
+    return X, codes, n_bins, make_layout(codes, n_bins, n_blocks), params
+
+
 @pytest.mark.parametrize("parallel_work, partition_rows", [(None, None), (1, None), (1, 1)],
                          ids=["serial", "threaded", "threaded partition"])
 def test_a_workspace_reused_from_tree_to_tree_grows_the_same_trees(parallel_work, partition_rows):
     """A fit grows every tree in one workspace (histograms, row order, per-feature splits): what a tree leaves there
     must not change the next one, whatever its features, rows or gradients."""
     rng = np.random.default_rng(21)
-    X = rng.normal(size=(700, 9))
-    X[rng.random(X.shape) < 0.1] = np.nan
-    _, _, codes, n_bins = binned(X, 64)
-    layout = make_layout(codes, n_bins, 2)
-    params = GrowthParams(max_leaf_nodes=15, max_depth=-1, min_samples_leaf=5, min_sum_hessian=1e-3,
-                          l2_regularization=0.0, learning_rate=0.1)
+    _, codes, n_bins, layout, params = _trees_with_missing_values(rng, 700, 9, 64, 2, 15)
     shared = make_workspace(700, layout.total_bins, 15, 9)
     for t in range(4):
         features = np.sort(rng.choice(9, 5 + t, replace=False)).astype(np.int64)
@@ -1049,12 +1055,7 @@ def test_threaded_partition_equals_partition_then_gather(n_chunks, small_is_left
 def test_threaded_partition_grows_the_same_trees():
     """Partitioning nodes on threads changes neither the trees nor the order of their rows."""
     rng = np.random.default_rng(8)
-    X = rng.normal(size=(3000, 6))
-    X[rng.random(X.shape) < 0.1] = np.nan
-    _, _, codes, n_bins = binned(X, 32)
-    layout = make_layout(codes, n_bins, 3)
-    params = GrowthParams(max_leaf_nodes=31, max_depth=-1, min_samples_leaf=5, min_sum_hessian=1e-3,
-                          l2_regularization=0.0, learning_rate=0.1)
+    X, codes, n_bins, layout, params = _trees_with_missing_values(rng, 3000, 6, 32, 3, 31)
     grad, hess = rng.normal(size=3000) + np.nan_to_num(X[:, 0]), rng.uniform(0.2, 1.0, 3000)
     rows = np.sort(rng.choice(3000, 2500, replace=False)).astype(np.int64)
     trees, orders = [], []

@@ -29,11 +29,13 @@ ROUND_TRIP_CALLS = 200  # no-op actor round trips timed (after 20 untimed ones);
 def run_dask(job, data):
     import distributed
 
+    from lambdamart.dask import _workers as cluster_workers
+
     n_workers, settings = job["workers"], {**job["settings"], "threads": 1}
     result = {"workers": n_workers, "fit": {}, "errors": []}
     with distributed.LocalCluster(n_workers=n_workers, processes=True, threads_per_worker=1,
                                   dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
-        workers = sorted(client.scheduler_info()["workers"])
+        workers = sorted(cluster_workers(client))
         bounds = query_chunks(data["qid_train"], n_workers)
         train = send_inputs(client, workers, bounds, data["X_train"], data["y_train"], data["qid_train"])
         rows, tiny_bounds = warmup_rows(data["qid_train"], bounds, WARMUP_QUERIES)

@@ -68,6 +68,7 @@ def dask(X, y, qid, rounds, n_workers):
     import distributed
 
     from lambdamart.dask import DaskLambdaMARTRanker
+    from lambdamart.dask import _workers as cluster_workers
 
     chunk = -(-X.shape[0] // n_workers)
     inputs = (da.from_array(X, chunks=(chunk, -1)), da.from_array(y, chunks=chunk), da.from_array(qid, chunks=chunk))
@@ -84,7 +85,7 @@ def dask(X, y, qid, rounds, n_workers):
             if kill:  # a third of the way through the rounds, as the fault-free fit went
                 time.sleep(kill_after)
                 try:
-                    client.run(os._exit, 1, workers=[sorted(client.scheduler_info()["workers"])[0]])
+                    client.run(os._exit, 1, workers=[sorted(cluster_workers(client))[0]])
                 except Exception:  # the worker dies before it answers
                     pass
             thread.join()

@@ -503,7 +503,10 @@ class _Cluster:
         raise error
 
     def _abort_others(self, failed, error):
-        alive = _workers(self.client)
+        try:
+            alive = _workers(self.client)
+        except SchedulerLostError:  # no scheduler, no actors to reach
+            return
         for i, actor in enumerate(self.actors):
             if i != failed and self.workers[i] in alive:
                 try:
@@ -552,8 +555,7 @@ def _raise_if_lost(client, workers, stage, error=None, wait=False):
     """
     deadline = time.monotonic() + (_LOSS_NOTICE_SECONDS if wait else 0.0)
     while True:
-        _check_scheduler(client, stage, error)
-        alive = _workers(client)
+        alive = _workers(client, stage, error)
         lost = [w for w in workers if w not in alive]
         if lost:
             raise WorkerLostError(f"worker {lost[0]} was lost during {stage} of the fit"
@@ -566,8 +568,7 @@ def _raise_if_lost(client, workers, stage, error=None, wait=False):
 def _check_scheduler(client, stage, error=None):
     """Raise a SchedulerLostError if the client has given up on its scheduler.
 
-    While the client tries to reconnect (its ``timeout``), what it knows of the workers is stale, so this waits
-    until it is connected again or has given up.
+    While the client tries to reconnect (its ``timeout``), this waits until it is connected again or has given up.
     """
     deadline = time.monotonic() + _RECONNECT_SECONDS
     while client.status == "connecting" and time.monotonic() < deadline:
@@ -580,11 +581,33 @@ def _check_scheduler(client, stage, error=None):
                                    "checkpoint.")
 
 
-def _workers(client):
-    """The addresses of all the cluster's workers (some versions of ``scheduler_info`` list 5 unless told)."""
-    if "n_workers" in inspect.signature(client.scheduler_info).parameters:
-        return client.scheduler_info(n_workers=-1).get("workers", {})
-    return client.scheduler_info().get("workers", {})
+# Newer schedulers list only the first few workers in their identity unless told how many.
+_IDENTITY_KWARGS = {"n_workers": -1} if "n_workers" in inspect.signature(distributed.Scheduler.identity).parameters \
+    else {}
+
+
+def _workers(client, stage="a check of the workers", error=None):
+    """The addresses of all the cluster's workers, as the scheduler lists them now.
+
+    Raises a SchedulerLostError if the client has given up on its scheduler (``stage`` and ``error`` go into its
+    message). Asked of the scheduler, not read from ``client.scheduler_info()``: that returns the client's cached
+    identity, which the client's periodic refresh overwrites with one listing no workers (distributed 2025 and
+    later), so a check could find live workers gone (a needless redeployment) or every worker gone (a failed fit).
+    """
+    deadline = time.monotonic() + _RECONNECT_SECONDS
+    while True:
+        _check_scheduler(client, stage, error)
+        try:
+            return client.sync(client.scheduler.identity, **_IDENTITY_KWARGS).get("workers", {})
+        except OSError as lost:
+            # The scheduler went away since the client last knew: the client now reconnects or gives up, which the
+            # next look at it sees.
+            if time.monotonic() >= deadline:
+                raise SchedulerLostError(f"the Dask scheduler stopped answering during {stage} of the fit ({lost!r}); "
+                                         f"start the cluster again and fit again (with checkpoint_dir set and "
+                                         f"warm_start=True, the fit continues from its newest checkpoint).") from lost
+            error = error or lost
+            time.sleep(_POLL_SECONDS)
 
 
 class DaskLambdaMARTRanker(LambdaMARTRanker):
@@ -762,8 +785,7 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
         """Deploy the rows on the workers and boost; after a lost worker, deploy on the workers left and go on."""
         failures_in_a_row = 0
         while True:
-            _check_scheduler(client, f"round {len(progress.trees) + 1}")
-            workers = sorted(_workers(client))
+            workers = sorted(_workers(client, f"round {len(progress.trees) + 1}"))
             if not workers:
                 raise WorkerLostError("every worker of the cluster is lost; the fit cannot go on. Start workers, "
                                       "then fit again (with checkpoint_dir and warm_start=True it continues).")

@@ -19,6 +19,7 @@ from sklearn.datasets import dump_svmlight_file  # noqa: E402
 from sklearn.model_selection import GridSearchCV, GroupKFold, RandomizedSearchCV  # noqa: E402
 
 from lambdamart import LambdaMARTRanker  # noqa: E402
+from lambdamart.dask import _workers as cluster_workers  # noqa: E402
 from lambdamart.dask import read_letor  # noqa: E402
 from lambdamart.datasets import load_letor, make_ranking_data  # noqa: E402
 from lambdamart.scoring import ndcg_scorer  # noqa: E402
@@ -29,10 +30,6 @@ def client():
     """A client of a LocalCluster with two single-threaded worker processes, closed after the module."""
     with local_cluster(2) as client:
         yield client
-
-
-def _workers(client):
-    return set(client.scheduler_info()["workers"])
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -93,7 +90,7 @@ def test_read_letor_one_file_round_trip_on_the_workers(client, letor_files):
     # workers, not work in this process.
     for stream, step in [(scan.data, "scan"), (tasks, "file")]:
         ran = [t["worker"] for t in stream if str(t["key"]).startswith(f"read_letor-{step}-")]
-        assert len(ran) == 1 and set(ran) <= _workers(client), (step, [t["key"] for t in stream])
+        assert len(ran) == 1 and set(ran) <= set(cluster_workers(client)), (step, [t["key"] for t in stream])
 
     X64, _, _ = read_letor(str(path), dtype=np.float64)
     assert X64.dtype == np.float64
@@ -276,4 +273,4 @@ def test_search_on_the_cluster_equals_the_local_search(client, search_class):
     # Every candidate × fold was fitted and scored by a task on a worker of the cluster.
     calls, workers = _fit_calls(stream.data)
     assert calls == len(local.cv_results_["params"]) * 3
-    assert workers and workers <= _workers(client)
+    assert workers and workers <= set(cluster_workers(client))

@@ -7,6 +7,7 @@ import time
 import numpy as np
 import pytest
 
+dask = pytest.importorskip("dask")
 da = pytest.importorskip("dask.array")
 dd = pytest.importorskip("dask.dataframe")
 distributed = pytest.importorskip("distributed")
@@ -16,6 +17,7 @@ from helpers import local_cluster  # noqa: E402
 
 from lambdamart import LambdaMARTRanker  # noqa: E402
 from lambdamart.dask import DaskLambdaMARTRanker  # noqa: E402
+from lambdamart.dask import _workers as cluster_workers  # noqa: E402
 from lambdamart.datasets import make_ranking_data  # noqa: E402
 
 pytestmark = pytest.mark.slow  # cluster start-up and worker processes: seconds per test
@@ -186,7 +188,7 @@ def _fit_killing_workers(data, params, kill_after_rounds, capsys, fit_kwargs=Non
     each of the rounds in ``kill_after_rounds``; the model, the kills' rounds and the fit's profile."""
     X, y, qid = data
     with local_cluster(3) as client:
-        first_workers = sorted(client.scheduler_info()["workers"])
+        first_workers = sorted(cluster_workers(client))
         model = DaskLambdaMARTRanker(client=client, verbose=1, **params)
         outcome = {}
 
@@ -232,6 +234,20 @@ def test_a_fit_survives_lost_workers_with_the_fault_free_model(data, capsys, kil
     local = LambdaMARTRanker(**params).fit(X, y, qid, eval_set=[(X_v, y_v, qid_v)])
     assert (model.n_iter_, model.best_iteration_) == (local.n_iter_, local.best_iteration_)
     assert_same_model(model, local, X)
+
+
+def test_a_fit_with_every_worker_alive_reports_none_lost(data, capsys):
+    # The client refreshes its cached view of the scheduler every 5 ms here (2 s by default), in a form that lists
+    # no workers on recent distributed: a fit that judged its workers by that view found live ones lost (a needless
+    # redeployment, or "every worker of the cluster is lost") in about 1 check of 13.
+    X, y, qid = data
+    params = dict(n_estimators=15, random_state=3, **SMALL)
+    with dask.config.set({"distributed.client.scheduler-info-interval": "5ms"}), local_cluster(2) as client:
+        client.wait_for_workers(2)
+        assert all(len(cluster_workers(client)) == 2 for _ in range(300))  # the fit's view of its workers
+        model = DaskLambdaMARTRanker(client=client, verbose=1, **params).fit(*_dask(X, y, qid))
+    assert model.fit_profile_["recoveries"] == 0, capsys.readouterr().out
+    assert_same_model(model, LambdaMARTRanker(**params).fit(X, y, qid), X)
 
 
 def test_unbiased_lambdamart_survives_a_lost_worker(data, capsys):

@@ -58,6 +58,7 @@ VARIANTS = {
     "sigma=2 (sharper sigmoid, half the Newton step)": ("lambdamart", {"sigma": 2.0}, None),
     "subsample=0.8 (queries per tree)": ("lambdamart", {"subsample": 0.8}, None),
     "max_features=0.8 (features per tree)": ("lambdamart", {"max_features": 0.8}, None),
+    "max_bins=63 (coarser thresholds)": ("lambdamart", {"max_bins": 63}, None),
     "LightGBM lambdarank": ("lightgbm", {}, None),
     "XGBoost rank:ndcg (benchmark settings)": ("xgboost", {}, None),
     "XGBoost rank:ndcg, reg_lambda=1, min_child_weight=1 (its defaults)": (

@@ -574,11 +574,16 @@ def _check_scheduler(client, stage, error=None):
     while client.status == "connecting" and time.monotonic() < deadline:
         time.sleep(_POLL_SECONDS)
     if client.status != "running":
-        raise SchedulerLostError(f"the client lost its Dask scheduler during {stage} of the fit"
-                                 + (f" ({error!r})" if error is not None else "")
-                                 + "; the fit cannot go on without it. Start the cluster again and fit again: with "
-                                   "checkpoint_dir set and warm_start=True, the fit continues from its newest "
-                                   "checkpoint.")
+        raise _scheduler_lost(stage, error)
+
+
+def _scheduler_lost(stage, error=None):
+    """The SchedulerLostError of a fit that lost its scheduler during ``stage`` (``error``: what showed it)."""
+    return SchedulerLostError(f"the client lost its Dask scheduler during {stage} of the fit"
+                              + (f" ({error!r})" if error is not None else "")
+                              + "; the fit cannot go on without it. Start the cluster again and fit again: with "
+                                "checkpoint_dir set and warm_start=True, the fit continues from its newest "
+                                "checkpoint.")
 
 
 # Newer schedulers list only the first few workers in their identity unless told how many.
@@ -591,8 +596,9 @@ def _workers(client, stage="a check of the workers", error=None):
 
     Raises a SchedulerLostError if the client has given up on its scheduler (``stage`` and ``error`` go into its
     message). Asked of the scheduler, not read from ``client.scheduler_info()``: that returns the client's cached
-    identity, which the client's periodic refresh overwrites with one listing no workers (distributed 2025 and
-    later), so a check could find live workers gone (a needless redeployment) or every worker gone (a failed fit).
+    identity, which the client's periodic refresh overwrites with one listing no workers (recent distributed
+    releases), so a check could find live workers gone (a needless redeployment) or every worker gone (a failed
+    fit).
     """
     deadline = time.monotonic() + _RECONNECT_SECONDS
     while True:
@@ -603,9 +609,7 @@ def _workers(client, stage="a check of the workers", error=None):
             # The scheduler went away since the client last knew: the client now reconnects or gives up, which the
             # next look at it sees.
             if time.monotonic() >= deadline:
-                raise SchedulerLostError(f"the Dask scheduler stopped answering during {stage} of the fit ({lost!r}); "
-                                         f"start the cluster again and fit again (with checkpoint_dir set and "
-                                         f"warm_start=True, the fit continues from its newest checkpoint).") from lost
+                raise _scheduler_lost(stage, lost) from lost
             error = error or lost
             time.sleep(_POLL_SECONDS)
 

@@ -409,7 +409,7 @@ def test_vectorised_pair_loop_equals_the_plain_loop(truncation_level, normalize_
         e[:n] = np.exp(1.3 * (s[:n] - s[0]))
         pair_discounts = np.ones((5, n_pad))
         last_row = _pair_discounts(s, n, discount_table(n), 0.37, truncation_level, average_ties, pair_discounts)
-        sums = np.zeros(2 * n_pad)
+        sums = np.zeros(2 * n_pad)  # Σλ, then Σw
         fast = _ndcg_pairs(n, s, label, gain, e, pair_discounts, last_row, 1.3, normalize_pairs, sums,
                            np.empty(2 * n_pad))
         lam, w = np.zeros(n), np.zeros(n)
@@ -417,8 +417,8 @@ def test_vectorised_pair_loop_equals_the_plain_loop(truncation_level, normalize_
                                normalize_pairs, False, np.zeros(0, dtype=np.int64), np.ones((2, 0)), lam, w,
                                np.zeros((2, 0)))
         assert fast == pytest.approx(plain, rel=1e-13)
-        np.testing.assert_allclose(sums[0:2 * n:2], lam, rtol=1e-12, atol=1e-14)
-        np.testing.assert_allclose(sums[1:2 * n:2], w, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(sums[:n], lam, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(sums[n_pad:n_pad + n], w, rtol=1e-12, atol=1e-14)
 
 
 @pytest.mark.parametrize("truncation_level", [1, 2, 3, 5, 30])
@@ -468,7 +468,7 @@ def test_a_tie_block_across_the_truncation_is_summed_per_label_as_the_pair_loop_
     pair_discounts = np.ones((5, n_pad))
     last_row = _pair_discounts(s, n, discount_table(n), 0.37, truncation_level, True, pair_discounts)
     assert last_row == min(n - 1, 9 + block) > truncation_level  # the block reaches past the level
-    sums = np.zeros(2 * n_pad)
+    sums = np.zeros(2 * n_pad)  # Σλ, then Σw
     fast = _ndcg_pairs(n, s, label, gain, e, pair_discounts, truncation_level, SIGMA, normalize_pairs, sums,
                        np.empty(2 * n_pad))
     fast += _tail_pairs(n, s, label, gain, e, pair_discounts, truncation_level, 9 + block, SIGMA, normalize_pairs,
@@ -478,8 +478,8 @@ def test_a_tie_block_across_the_truncation_is_summed_per_label_as_the_pair_loop_
                            normalize_pairs, False, np.zeros(0, dtype=np.int64), np.ones((2, 0)), lam, w,
                            np.zeros((2, 0)))
     assert fast == pytest.approx(plain, rel=1e-11)
-    np.testing.assert_allclose(sums[0:2 * n:2], lam, rtol=1e-10, atol=1e-13)
-    np.testing.assert_allclose(sums[1:2 * n:2], w, rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(sums[:n], lam, rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(sums[n_pad:n_pad + n], w, rtol=1e-10, atol=1e-13)
 
 
 @pytest.mark.parametrize("n_jobs", [1, 2])
@@ -524,9 +524,9 @@ def test_an_all_tied_query_is_summed_per_label_as_the_pair_loop_sums_it(truncati
         s = np.zeros(n)
         pair_discounts = np.ones((5, n))
         last_row = _pair_discounts(s, n, discount_table(n), 0.37, truncation_level, True, pair_discounts)
-        expected = np.zeros(2 * n)
+        expected = np.zeros(2 * n)  # Σλ, then Σw
         plain = _general_pairs(s, label, gain, np.ones(n), pair_discounts, 0.37, last_row, SIGMA, False, False,
-                               np.zeros(0, dtype=np.int64), np.ones((2, 0)), expected[0::2], expected[1::2],
+                               np.zeros(0, dtype=np.int64), np.ones((2, 0)), expected[:n], expected[n:],
                                np.zeros((2, 0)))
         sums = np.zeros(2 * n)
         grouped = _all_tied_pairs(n, label, gain, pair_discounts, SIGMA, sums)

@@ -301,7 +301,8 @@ def grow_tree(codes, n_bins, layout, features, grad, hess, rows, params, workspa
         threaded = False
         if partition_rows is not None:  # two tests: see _split_step
             threaded = stop - start >= partition_rows
-        # The threaded partition also gathers the smaller child's λ and w, so it is told which child that is.
+        # Which child is smaller (left on a tie), known before partitioning: the histograms' row counts are exact.
+        # The threaded partition gathers that child's λ and w.
         small_is_left = 2 * cand_left_count[node] <= stop - start
         if threaded:
             boundary = partition_node_threaded(codes, rows, start, stop, f, cand_bin[node], n_bins[f],
@@ -321,7 +322,7 @@ def grow_tree(codes, n_bins, layout, features, grad, hess, rows, params, workspa
         sum_grad[lc], sum_hess[lc] = cand_left_grad[node], cand_left_hess[node]
         sum_grad[rc], sum_hess[rc] = sum_grad[node] - sum_grad[lc], sum_hess[node] - sum_hess[lc]
 
-        small, large = (lc, rc) if count[lc] <= count[rc] else (rc, lc)
+        small, large = (lc, rc) if small_is_left else (rc, lc)
         slot[large] = slot[node]
         slot[small] = n_leaves
         n_leaves += 1
@@ -330,8 +331,7 @@ def grow_tree(codes, n_bins, layout, features, grad, hess, rows, params, workspa
         if not (split_small or split_large) or n_leaves == max_leaf_nodes:
             continue
         s0, s1 = node_start[small], node_stop[small]
-        # (The histograms' count of the left child is exact, so the threaded partition gathered the right one.)
-        if not threaded or small_is_left != (small == lc):
+        if not threaded:
             gather_node(grad, hess, rows, s0, s1, ordered_grad, ordered_hess)
         for side, child in ((0, small), (1, large)):
             sums[side, 0], sums[side, 1], sums[side, 2] = sum_grad[child], sum_hess[child], count[child]

@@ -62,8 +62,7 @@ VARIANTS = {
     "subsample=0.8 (queries per tree)": ("lambdamart", {"subsample": 0.8}, None),
     "max_features=0.8 (features per tree)": ("lambdamart", {"max_features": 0.8}, None),
     "max_bins=63 (coarser thresholds)": ("lambdamart", {"max_bins": 63}, None),
-    # Not factors: changes too small to make a different model (a few thresholds of the features with over 250
-    # distinct values move). How far they move a column is the noise floor of that column's comparisons.
+    # Not factors: perturbations that give each column's noise floor (module docstring).
     "perturbation: max_bins=254": ("lambdamart", {"max_bins": 254}, None),
     "perturbation: max_bins=250": ("lambdamart", {"max_bins": 250}, None),
     "LightGBM lambdarank": ("lightgbm", {}, None),

@@ -14,6 +14,7 @@ import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
 from numbers import Integral, Real
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -29,7 +30,16 @@ from ._engine.binning import MAX_BINS, bin_features, find_thresholds
 from ._engine.contributions import contributions_serial, expected_values, explain_rows
 from ._engine.grower import GrowthParams, add_leaf_values, grow_tree, make_workspace
 from ._engine.histogram import make_layout
-from ._engine.predict import add_tree_binned, row_key_buffer, score_rows, walk_layout
+from ._engine.predict import (
+    QuickScoreLayout,
+    WalkLayout,
+    add_tree_binned,
+    quick_score_layout,
+    quick_score_rows,
+    row_key_buffer,
+    score_rows,
+    walk_layout,
+)
 from ._engine.tree import concatenate_trees, make_tree, split_trees
 from ._files import write_atomically
 from ._gains import label_gains
@@ -324,7 +334,7 @@ class LambdaMARTRanker(BaseEstimator):
     def __getstate__(self):
         # A copy: on Python 3.11+ the state scikit-learn hands on is the instance's own __dict__.
         state = dict(super().__getstate__())
-        state.pop("_walk", None)  # derived again from the trees when unpickled
+        state.pop("_layouts", None)  # derived again from the trees when unpickled
         state["_lambdamart_version"] = __version__
         return state
 
@@ -697,24 +707,25 @@ class LambdaMARTRanker(BaseEstimator):
         if "_trees" not in self.__dict__:  # scikit-learn's check costs 1.4 µs of a ~60 µs query; it raises here
             check_is_fitted(self, "_trees")
         return _predict_trees(self._trees, check_X(self, X, reset=False, ensure_min_samples=0), self.n_jobs,
-                              self._walk_layout())
+                              self._scoring_layouts())
 
     def _set_trees(self, trees):
-        """Make the flat ensemble ``trees`` the model, with the layout predict walks.
+        """Make the flat ensemble ``trees`` the model, with the layouts predict scores it by.
 
-        Derived once, here: a query scored in ~130 µs should not pay for it again, and predict must not change the
+        Derived once, here: a query scored in ~50 µs should not pay for them again, and predict must not change the
         estimator.
         """
         self._trees = trees
-        self._walk = (trees, walk_layout(trees))
+        self._layouts = (trees, _scoring_layouts(trees))
 
-    def _walk_layout(self):
-        """The trees' walk layout for predict and the contributions.
+    def _scoring_layouts(self):
+        """The trees' :class:`_ScoringLayouts`.
 
-        The one derived with the trees (see :meth:`_set_trees`), or one derived now if they were replaced otherwise.
+        The ones derived with the trees (see :meth:`_set_trees`), or ones derived now if the trees were replaced
+        otherwise.
         """
-        cached = self.__dict__.get("_walk")
-        return cached[1] if cached is not None and cached[0] is self._trees else walk_layout(self._trees)
+        cached = self.__dict__.get("_layouts")
+        return cached[1] if cached is not None and cached[0] is self._trees else _scoring_layouts(self._trees)
 
     def predict_contributions(self, X: ArrayLike) -> np.ndarray:
         """Each feature's contribution to each row's score (SHAP values), plus the expected score in the last column.
@@ -742,7 +753,7 @@ class LambdaMARTRanker(BaseEstimator):
         """
         check_is_fitted(self, "_trees")
         return _contributions_of_trees(self._trees, check_X(self, X, reset=False, ensure_min_samples=0),
-                                       self.n_jobs, self._walk_layout().depth)
+                                       self.n_jobs, self._scoring_layouts().walk.depth)
 
     def score(self, X: ArrayLike, y: ArrayLike, qid: ArrayLike | None = None,
               sample_weight: ArrayLike | None = None) -> float:
@@ -860,17 +871,37 @@ class LambdaMARTRanker(BaseEstimator):
         return self
 
 
-def _predict_trees(trees, X, n_jobs, walk=None):
+class _ScoringLayouts(NamedTuple):
+    """How predict scores a flat ensemble.
+
+    QuickScorer's layout when every tree has at most 32 leaves (else None), and the walk layout, which scores the
+    other ensembles and gives the contributions each tree's depth.
+    """
+
+    quick: QuickScoreLayout | None
+    walk: WalkLayout
+
+
+def _scoring_layouts(trees):
+    """The :class:`_ScoringLayouts` of the flat ensemble ``trees``."""
+    walk = walk_layout(trees)  # first: it checks that the trees are trees
+    return _ScoringLayouts(quick_score_layout(trees), walk)
+
+
+def _predict_trees(trees, X, n_jobs, layouts=None):
     """The scores of the flat ensemble ``trees`` for the rows of a checked ``X``.
 
-    ``walk`` is its :func:`~._engine.predict.walk_layout` if the caller keeps it.
+    ``layouts`` are its :func:`_scoring_layouts` if the caller keeps them.
     """
-    walk = walk_layout(trees) if walk is None else walk
+    layouts = _scoring_layouts(trees) if layouts is None else layouts
+    # QuickScorer when the trees allow it: 20-40 % faster than the walk, with the same sums in the same order.
+    kernel, args = ((quick_score_rows, tuple(layouts.quick)) if layouts.quick is not None
+                    else (_score_rows_on_this_thread, tuple(layouts.walk)))
     out = np.empty(X.shape[0])
     if X.shape[0] * max(trees["tree_starts"].shape[0], 1) <= _SERIAL_PREDICT_WORK:
-        score_rows(X, 0, X.shape[0], row_key_buffer(*X.shape), *walk, out)  # no thread hand-off for a query
+        kernel(X, 0, X.shape[0], *args, out)  # no thread hand-off for a query
         return out
-    return _rows_on_threads(_score_rows_on_this_thread, X, tuple(walk), out, n_jobs)
+    return _rows_on_threads(kernel, X, args, out, n_jobs)
 
 
 def _score_rows_on_this_thread(X, lo, hi, *args):

@@ -92,17 +92,17 @@ def test_pickle_and_joblib_round_trip(model, data):
     assert pickle.loads(pickle.dumps(LambdaMARTRanker(learning_rate=0.2))).learning_rate == 0.2
 
 
-def test_pickling_leaves_the_estimator_alone_and_rederives_the_walk_layout(model, data):
+def test_pickling_leaves_the_estimator_alone_and_rederives_the_scoring_layouts(model, data):
     X, _, _ = data
     before = dict(vars(model))
-    assert before["_walk"][0] is model._trees  # derived with the trees
+    assert before["_layouts"][0] is model._trees  # derived with the trees
     state = model.__getstate__()
     assert vars(model).keys() == before.keys() and all(vars(model)[k] is before[k] for k in before)
-    assert "_walk" not in state  # not stored: derived again on unpickling
+    assert "_layouts" not in state  # not stored: derived again on unpickling
     again = pickle.loads(pickle.dumps(model))
-    assert again._walk[0] is again._trees
+    assert again._layouts[0] is again._trees
     np.testing.assert_array_equal(again.predict(X), model.predict(X))
-    # Trees replaced without _set_trees are walked as they are, not through the stale layout.
+    # Trees replaced without _set_trees are scored as they are, not through the stale layouts.
     again._trees = {**again._trees, "value": again._trees["value"] * 2}
     np.testing.assert_array_equal(again.predict(X), 2 * model.predict(X))
 
@@ -137,7 +137,7 @@ _FRESH_PROCESS = textwrap.dedent("""
     from numba.core.event import install_recorder
 
     import lambdamart
-    from lambdamart._engine.predict import score_rows
+    from lambdamart._engine.predict import quick_score_rows
 
     kind, model_path, small_path, big_path, out_path = sys.argv[1:]
     if kind == "json":
@@ -152,7 +152,8 @@ _FRESH_PROCESS = textwrap.dedent("""
         p_small = model.predict(X_small)
         p_big = model.predict(X_big)
     np.save(out_path, np.concatenate([p_small, p_big]))
-    stats = {"score_rows": (sum(score_rows.stats.cache_hits.values()), sum(score_rows.stats.cache_misses.values()))}
+    stats = {"quick_score_rows": (sum(quick_score_rows.stats.cache_hits.values()),
+                                  sum(quick_score_rows.stats.cache_misses.values()))}
     print(json.dumps({"compile_events": len(compiles.buffer), "stats": stats}))
 """)
 

@@ -27,7 +27,14 @@ from lambdamart._engine.histogram import (
     new_histograms,
     subtract_feature,
 )
-from lambdamart._engine.predict import add_tree_binned, row_key_buffer, score_rows, walk_layout
+from lambdamart._engine.predict import (
+    add_tree_binned,
+    quick_score_layout,
+    quick_score_rows,
+    row_key_buffer,
+    score_rows,
+    walk_layout,
+)
 from lambdamart._engine.tree import concatenate_trees, make_tree
 from lambdamart._parallel import parallel_region, split_over_threads
 
@@ -47,6 +54,13 @@ def predict_on_threads(X, *walk):
     out = np.empty(X.shape[0])
     split_over_threads(lambda lo, hi: score_rows(X, lo, hi, row_key_buffer(hi - lo, X.shape[1]), *walk, out),
                        X.shape[0])
+    return out
+
+
+def quick_on_threads(X, *layout):
+    """Scores of ``X`` by QuickScorer, row ranges on numba's thread count of Python threads."""
+    out = np.empty(X.shape[0])
+    split_over_threads(lambda lo, hi: quick_score_rows(X, lo, hi, *layout, out), X.shape[0])
     return out
 
 
@@ -905,6 +919,49 @@ def test_predict_rows_walked_together_match_one_row_at_a_time(seed):
                     expected = reference_predict(ens, X_n)  # each row walks each tree alone, in plain Python
                     np.testing.assert_array_equal(predict_serial(X_n, *args), expected)
                     np.testing.assert_array_equal(predict_on_threads(X_n, *args), expected)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_quickscorer_scores_as_the_walk(seed):
+    # predict's QuickScorer (trees of up to 32 leaves): blocks of 16 rows, each feature's splits in threshold order
+    # until no row of the block exceeds the threshold. Row counts around the block, trees from a single leaf to 32
+    # leaves, NaN thresholds (every value left), NaN, ±inf, signed zeros and values on thresholds; the same bits
+    # as the walk (itself checked against each row walking each tree alone), on one thread and on several.
+    rng = np.random.default_rng(seed)
+    n_features = 6
+    values = np.concatenate([rng.normal(size=12), [0.0, -0.0, np.inf, -np.inf, 1e300, -1e300, 5e-324, -5e-324, 1.0,
+                                                   np.nextafter(1.0, 2.0), -1.0, np.nextafter(-1.0, -2.0)]])
+    trees = [_random_tree(rng, n_features, n_leaves, values) for n_leaves in (1, 2, 31, 1, 32, 5, 17, 3)]
+    trees[2]["threshold"][np.flatnonzero(trees[2]["left"] >= 0)[:3]] = np.nan
+    X = rng.normal(size=(120, n_features))
+    cells = rng.random(X.shape)
+    X[cells < 0.15] = rng.choice(values, size=int((cells < 0.15).sum()))
+    X[(cells >= 0.15) & (cells < 0.25)] = np.nan
+    X[:, 5] = np.nan  # a feature missing everywhere
+    for ens in (concatenate_trees(trees), concatenate_trees(trees[:1]), concatenate_trees([])):
+        args = tuple(quick_score_layout(ens))
+        for n in (0, 1, 15, 16, 17, 33, 120):
+            for dtype in (np.float64, np.float32):
+                with np.errstate(over="ignore"):  # 1e300 becomes inf in float32
+                    X_n = np.ascontiguousarray(X[:n], dtype=dtype)
+                expected = predict_serial(X_n, *walk_args(ens))
+                serial = np.empty(n)
+                quick_score_rows(X_n, 0, n, *args, serial)
+                np.testing.assert_array_equal(serial, expected)
+                np.testing.assert_array_equal(quick_on_threads(X_n, *args), expected)
+
+
+def test_trees_of_more_than_32_leaves_are_walked():
+    """A leaf set is 32 bits: an ensemble with a larger tree has no QuickScorer layout, and predict walks it."""
+    from lambdamart.ranker import _predict_trees
+
+    rng = np.random.default_rng(4)
+    values = rng.normal(size=10)
+    ens = concatenate_trees([_random_tree(rng, 3, 5, values), _random_tree(rng, 3, 33, values)])
+    assert quick_score_layout(ens) is None and quick_score_layout(concatenate_trees([_random_tree(
+        rng, 3, 32, values)])) is not None
+    X = rng.normal(size=(50, 3))
+    np.testing.assert_array_equal(_predict_trees(ens, X, 1), reference_predict(ens, X))
 
 
 def test_rows_walk_together_to_the_level_where_few_training_rows_remain():

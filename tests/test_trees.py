@@ -891,6 +891,20 @@ def test_row_key_buffers_are_as_large_as_the_call_needs_and_kept_only_while_smal
     assert row_key_buffer(1, 100_000).shape == (1, 200_000)
 
 
+def _trees_and_rows_of_special_values(rng, leaf_counts, n_rows, n_features=6):
+    """Random trees of ``leaf_counts`` leaves and ``n_rows`` rows over the values predict must compare exactly:
+    signed zeros, ±inf, huge and subnormal values and values a rounding step apart, as thresholds and as 15 % of
+    the cells; 10 % of the cells NaN."""
+    values = np.concatenate([rng.normal(size=12), [0.0, -0.0, np.inf, -np.inf, 1e300, -1e300, 5e-324, -5e-324, 1.0,
+                                                   np.nextafter(1.0, 2.0), -1.0, np.nextafter(-1.0, -2.0)]])
+    trees = [_random_tree(rng, n_features, n_leaves, values) for n_leaves in leaf_counts]
+    X = rng.normal(size=(n_rows, n_features))
+    cells = rng.random(X.shape)
+    X[cells < 0.15] = rng.choice(values, size=int((cells < 0.15).sum()))
+    X[(cells >= 0.15) & (cells < 0.25)] = np.nan
+    return trees, X
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_predict_rows_walked_together_match_one_row_at_a_time(seed):
     # predict walks a block of 64 rows down a tree level by level, to the tree's depth (rows at a leaf stay there):
@@ -898,14 +912,7 @@ def test_predict_rows_walked_together_match_one_row_at_a_time(seed):
     # and values exactly on thresholds, or a rounding step away; signed zeros and subnormals, where the walk's
     # integer keys must order values as the floats compare.
     rng = np.random.default_rng(seed)
-    n_features = 6
-    values = np.concatenate([rng.normal(size=12), [0.0, -0.0, np.inf, -np.inf, 1e300, -1e300, 5e-324, -5e-324, 1.0,
-                                                   np.nextafter(1.0, 2.0), -1.0, np.nextafter(-1.0, -2.0)]])
-    trees = [_random_tree(rng, n_features, n_leaves, values) for n_leaves in (1, 2, 31, 1, 40, 5, 64, 3)]
-    X = rng.normal(size=(200, n_features))
-    cells = rng.random(X.shape)
-    X[cells < 0.15] = rng.choice(values, size=int((cells < 0.15).sum()))
-    X[(cells >= 0.15) & (cells < 0.25)] = np.nan
+    trees, X = _trees_and_rows_of_special_values(rng, (1, 2, 31, 1, 40, 5, 64, 3), 200)
     assert np.any(walk_layout(concatenate_trees(trees)).lockstep_depth < walk_layout(concatenate_trees(trees)).depth)
     for ens in (concatenate_trees(trees), concatenate_trees(trees[:1]), concatenate_trees([])):
         layout = walk_layout(ens)
@@ -928,15 +935,8 @@ def test_quickscorer_scores_as_the_walk(seed):
     # leaves, NaN thresholds (every value left), NaN, ±inf, signed zeros and values on thresholds; the same bits
     # as the walk (itself checked against each row walking each tree alone), on one thread and on several.
     rng = np.random.default_rng(seed)
-    n_features = 6
-    values = np.concatenate([rng.normal(size=12), [0.0, -0.0, np.inf, -np.inf, 1e300, -1e300, 5e-324, -5e-324, 1.0,
-                                                   np.nextafter(1.0, 2.0), -1.0, np.nextafter(-1.0, -2.0)]])
-    trees = [_random_tree(rng, n_features, n_leaves, values) for n_leaves in (1, 2, 31, 1, 32, 5, 17, 3)]
+    trees, X = _trees_and_rows_of_special_values(rng, (1, 2, 31, 1, 32, 5, 17, 3), 120)
     trees[2]["threshold"][np.flatnonzero(trees[2]["left"] >= 0)[:3]] = np.nan
-    X = rng.normal(size=(120, n_features))
-    cells = rng.random(X.shape)
-    X[cells < 0.15] = rng.choice(values, size=int((cells < 0.15).sum()))
-    X[(cells >= 0.15) & (cells < 0.25)] = np.nan
     X[:, 5] = np.nan  # a feature missing everywhere
     for ens in (concatenate_trees(trees), concatenate_trees(trees[:1]), concatenate_trees([])):
         args = tuple(quick_score_layout(ens))

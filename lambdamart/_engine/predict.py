@@ -261,8 +261,9 @@ class QuickScoreLayout(NamedTuple):
 
     QuickScorer (Lucchese et al., SIGIR 2015): a tree's leaves are numbered left to right, and a row starts with
     all of them reachable. Each split the row goes right at makes the leaves of its left subtree unreachable, and
-    the row's leaf is then the leftmost one still reachable: the first split on its path that it goes right at
-    rules out everything left of the path, and no split it goes left at rules out anything. The splits of all
+    the row's leaf is then the leftmost one still reachable: the splits on its path that it goes right at rule out
+    everything left of the path, and its own leaf is in no cleared subtree (a split above it that has it on the
+    left is one the row goes left at). The splits of all
     trees are grouped by feature and sorted by threshold, so the splits a value goes right at (``value >
     threshold``) are a prefix of its feature's list, and a block of rows stops where no row's value exceeds the
     threshold.

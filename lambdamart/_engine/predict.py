@@ -281,11 +281,11 @@ class QuickScoreLayout(NamedTuple):
     leaf_starts: np.ndarray  # int64 per tree + 1: tree t's leaves are leaf_value[leaf_starts[t]:leaf_starts[t + 1]]
 
 
-def _grouped(split_feature, order):
-    """``order`` (split indices) sorted stably by feature, and where each feature of ``np.unique(split_feature)``
-    starts in it, plus its end."""
+def _grouped(split_feature, features, order):
+    """``order`` (split indices) sorted stably by feature, and where each of ``features`` (ascending) starts in it,
+    plus its end."""
     order = order[np.argsort(split_feature[order], kind="stable")]
-    starts = np.searchsorted(split_feature[order], np.unique(split_feature), "left")
+    starts = np.searchsorted(split_feature[order], features, "left")
     return order, np.append(starts, order.shape[0]).astype(np.int64)
 
 
@@ -327,11 +327,12 @@ def quick_score_layout(trees):
     keep = (~left_bits & np.uint64(_ALL_LEAVES)).astype(np.uint32)
     lanes = (tree[splits] * _LANES).astype(np.uint64)
     split_feature = feature[splits].astype(np.int64)
-    by_threshold, feature_starts = _grouped(split_feature, np.argsort(threshold, kind="stable"))
+    features = np.unique(split_feature)
+    by_threshold, feature_starts = _grouped(split_feature, features, np.argsort(threshold, kind="stable"))
     by_feature, nan_right_starts = _grouped(
-        split_feature, np.flatnonzero(~np.asarray(trees["missing_left"], dtype=np.bool_)[splits]))
+        split_feature, features, np.flatnonzero(~np.asarray(trees["missing_left"], dtype=np.bool_)[splits]))
     return QuickScoreLayout(
-        features=np.unique(split_feature), feature_starts=feature_starts, threshold=threshold[by_threshold],
+        features=features, feature_starts=feature_starts, threshold=threshold[by_threshold],
         lanes=lanes[by_threshold], keep=keep[by_threshold], nan_right_starts=nan_right_starts,
         nan_right_lanes=lanes[by_feature], nan_right_keep=keep[by_feature], leaf_value=leaf_value,
         leaf_starts=leaf_starts)

@@ -14,9 +14,9 @@ document is its own group, so the same closed forms give the plain metric of the
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 from numba.extending import overload
 
+from ._jit import inner_kernel, kernel
 from ._parallel import split_over_threads
 from ._sort import descending_order
 
@@ -37,7 +37,7 @@ def per_query(metric, x, aux, score, offsets, k, average):
     return out
 
 
-@njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def _per_query(metric, x, aux, score, offsets, k, average, out):
     # The metric called here directly: numba optimises a caller with its callees linked in, so each layer between
     # the loop and the metric re-optimises the metric's code (0.25 s per metric).
@@ -46,7 +46,7 @@ def _per_query(metric, x, aux, score, offsets, k, average, out):
         out[q] = _query_value(metric, x[lo:hi], aux[lo:hi], score[lo:hi], k, average)
 
 
-@njit(cache=True)
+@inner_kernel
 def tie_groups(score, average):
     """Rank one query.
 
@@ -66,13 +66,13 @@ def tie_groups(score, average):
     return order, bounds[: g + 2]
 
 
-@njit(cache=True)
+@inner_kernel
 def _discount(pos):
     """D(r) = 1 / log2(r + 1) for the 0-based position ``pos`` (rank r = pos + 1)."""
     return 1.0 / np.log2(pos + 2.0)
 
 
-@njit(cache=True)
+@inner_kernel
 def _group_sum(x, order, a, b):
     s = 0.0
     for i in range(a, b):
@@ -83,7 +83,7 @@ def _group_sum(x, order, a, b):
 # ---------------------------------------------------------------- gain metrics
 
 
-@njit(cache=True)
+@inner_kernel
 def _dcg(gain, score, k, average):
     # By linearity, a tie group contributes its mean gain times the discounts of the positions it occupies.
     order, bounds = tie_groups(score, average)
@@ -100,12 +100,12 @@ def _dcg(gain, score, k, average):
     return total
 
 
-@njit(cache=True)
+@kernel
 def dcg_query(gain, aux, score, k, average):
     return _dcg(gain, score, k, average)
 
 
-@njit(cache=True)
+@kernel
 def ndcg_query(gain, aux, score, k, average):
     ideal = gain[descending_order(gain)]  # not np.sort: one sort kernel compiled for all metrics, not two
     idcg = 0.0
@@ -119,7 +119,7 @@ def ndcg_query(gain, aux, score, k, average):
 # ---------------------------------------------------------------- binary-relevance metrics
 
 
-@njit(cache=True)
+@inner_kernel
 def _relevant_in_top(rel, score, k, average):
     """Expected number of relevant documents in the top k: a tie group's share per slot is its relevant fraction."""
     order, bounds = tie_groups(score, average)
@@ -133,12 +133,12 @@ def _relevant_in_top(rel, score, k, average):
     return total
 
 
-@njit(cache=True)
+@kernel
 def precision_query(rel, aux, score, k, average):
     return _relevant_in_top(rel, score, k, average) / min(k, score.shape[0])
 
 
-@njit(cache=True)
+@kernel
 def recall_query(rel, aux, score, k, average):
     n_rel = rel.sum()
     if n_rel == 0.0:
@@ -146,13 +146,13 @@ def recall_query(rel, aux, score, k, average):
     return _relevant_in_top(rel, score, k, average) / n_rel
 
 
-@njit(cache=True)
+@kernel
 def hits_in_top_query(rel, aux, score, k, average):
     """Expected number of relevant documents in the top k (the F-measure's numerator, before normalising)."""
     return _relevant_in_top(rel, score, k, average)
 
 
-@njit(cache=True)
+@kernel
 def r_precision_query(rel, aux, score, k, average):
     # Precision at R, the query's number of relevant documents (k plays no part).
     n_rel = rel.sum()
@@ -161,7 +161,7 @@ def r_precision_query(rel, aux, score, k, average):
     return _relevant_in_top(rel, score, np.int64(n_rel), average) / n_rel
 
 
-@njit(cache=True)
+@kernel
 def ap_query(rel, aux, score, k, average):
     # E[rel_r * hits_up_to_r] at the j-th slot (0-based) of a tie group holding c relevant of m, with `before`
     # relevant ranked above the group: P(slot relevant) * (before + 1) + j * P(two given slots both relevant).
@@ -184,7 +184,7 @@ def ap_query(rel, aux, score, k, average):
     return total / min(k, before)
 
 
-@njit(cache=True)
+@inner_kernel
 def _first_relevant_group(rel, order, bounds):
     """Index of the first tie group holding a relevant document and its relevant count, or (-1, 0)."""
     for g in range(bounds.shape[0] - 1):
@@ -194,7 +194,7 @@ def _first_relevant_group(rel, order, bounds):
     return -1, 0.0
 
 
-@njit(cache=True)
+@kernel
 def rr_query(rel, aux, score, k, average):
     # The first relevant document lies in the first group holding one; within it, the first relevant slot j
     # follows the distribution of the first success when drawing without replacement.
@@ -213,7 +213,7 @@ def rr_query(rel, aux, score, k, average):
     return total
 
 
-@njit(cache=True)
+@kernel
 def hits_query(rel, aux, score, k, average):
     # Hypergeometric: P(no relevant document in the group's slots that fall inside the top k).
     order, bounds = tie_groups(score, average)
@@ -230,7 +230,7 @@ def hits_query(rel, aux, score, k, average):
 # ---------------------------------------------------------------- precision-recall curves
 
 
-@njit(cache=True)
+@kernel
 def precision_recall_points(rel, score, offsets, k, average):
     """The points of every query's precision-recall curve within the top k.
 
@@ -261,7 +261,7 @@ def precision_recall_points(rel, score, offsets, k, average):
     return hits[:p], ranks[:p], point_offsets
 
 
-@njit(cache=True)
+@kernel
 def interpolated_precision(hits, ranks, point_offsets, n_relevant, levels):
     """trec_eval's interpolated precision (``iprec_at_recall``) of every query at every recall level.
 
@@ -291,7 +291,7 @@ def interpolated_precision(hits, ranks, point_offsets, n_relevant, levels):
 # ---------------------------------------------------------------- expected reciprocal rank
 
 
-@njit(cache=True)
+@inner_kernel
 def _err_tie_group(p, a, slots):
     """Expected sum over the group's first ``slots`` slots of p_j * prod_{i<j}(1 - p_i) / (a + j), over its orders.
 
@@ -346,7 +346,7 @@ def _err_tie_group(p, a, slots):
     return total
 
 
-@njit(cache=True)
+@kernel
 def err_query(stop, aux, score, k, average):
     order, bounds = tie_groups(score, average)
     top = min(k, score.shape[0])
@@ -366,7 +366,7 @@ def err_query(stop, aux, score, k, average):
 # ---------------------------------------------------------------- Kendall's tau
 
 
-@njit(cache=True)
+@inner_kernel
 def _fenwick_add(tree, i, v):
     i += 1
     while i < tree.shape[0]:
@@ -374,7 +374,7 @@ def _fenwick_add(tree, i, v):
         i += i & -i
 
 
-@njit(cache=True)
+@inner_kernel
 def _fenwick_prefix(tree, i):
     """Sum of entries 0..i-1."""
     s = 0.0
@@ -384,7 +384,7 @@ def _fenwick_prefix(tree, i):
     return s
 
 
-@njit(cache=True)
+@inner_kernel
 def _kendall(label, gain, score, average, weighted):
     """sum w_ij sign_ij / sum w_ij over pairs with different labels, in O(n log n).
 
@@ -442,12 +442,12 @@ def _kendall(label, gain, score, average, weighted):
     return num / den
 
 
-@njit(cache=True)
+@kernel
 def kendall_query(label, gain, score, k, average):
     return _kendall(label, gain, score, average, False)
 
 
-@njit(cache=True)
+@kernel
 def kendall_gain_query(label, gain, score, k, average):
     return _kendall(label, gain, score, average, True)
 

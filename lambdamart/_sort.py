@@ -5,13 +5,14 @@ evaluation), so this sort is on the hot path: see :func:`descending_order`.
 """
 
 import numpy as np
-from numba import njit
+
+from ._jit import inner_kernel, kernel
 
 # The sort below indexes with unsigned integers: numba wraps negative signed indices around, and that select on
 # every access costs as much as the merging itself.
 
 
-@njit(cache=True)
+@inner_kernel
 def _sort_block(keys, rows, out_keys, out_rows, lo, hi):
     """Stable descending sort of the short block [lo, hi) into ``out_*``: each element goes to its rank, the
     number of elements that come before it (no branch, unlike insertion sort, whose exits are unpredictable)."""
@@ -23,7 +24,7 @@ def _sort_block(keys, rows, out_keys, out_rows, lo, hi):
         out_rows[rank] = rows[a]
 
 
-@njit(cache=True)
+@inner_kernel
 def _merge_runs(keys, rows, out_keys, out_rows, lo, mid, hi):
     """Stable merge of the descending runs [lo, mid) and [mid, hi) into ``out_*``."""
     a, b, k = lo, mid, lo
@@ -44,7 +45,7 @@ def _merge_runs(keys, rows, out_keys, out_rows, lo, mid, hi):
         k += np.uint64(1)
 
 
-@njit(cache=True)
+@inner_kernel
 def _merge_equal_runs(keys, rows, out_keys, out_rows, lo, m):
     """Stable merge of the descending runs [lo, lo + m) and [lo + m, lo + 2m) into ``out_*``, from both ends.
 
@@ -71,7 +72,7 @@ def _merge_equal_runs(keys, rows, out_keys, out_rows, lo, m):
         k_back -= one
 
 
-@njit(cache=True)
+@kernel
 def descending_order(scores):
     """Row indices in descending order of ``scores``, tied scores in row order (LightGBM's std::stable_sort):
     ``np.argsort(-scores, kind="mergesort")``, about three times as fast on queries of ~100 documents (numba's

@@ -80,10 +80,11 @@ def test_no_import_cycle():
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith(("lambdamart._engine",
                                                                                "lambdamart._objectives"))))
 def test_engine_and_objectives_import_nothing_above_them(module):
-    """The engine imports only itself and the shared low-level helpers; the objectives the same plus the engine's
-    sort. Neither may reach the estimator, validation, the model file or the public modules."""
+    """The engine and the objectives import only themselves and the shared low-level helpers (the sort, the value
+    helpers, the kernel decorators). Neither may reach the estimator, validation, the model file or the public
+    modules."""
     allowed_prefix = "lambdamart._engine" if module.startswith("lambdamart._engine") else "lambdamart._objectives"
-    allowed = {"lambdamart._sort", "lambdamart._values"}
+    allowed = {"lambdamart._sort", "lambdamart._values", "lambdamart._jit"}
     bad = sorted(m for m in GRAPH[module] if not (m.startswith(allowed_prefix) or m in allowed))
     assert not bad, f"{module} imports {bad}"
 
@@ -148,3 +149,26 @@ def test_no_comment_cites_a_file_outside_the_repository():
     for path in files:
         text = path.read_text(encoding="utf-8")
         assert "DESIGN" + " §" not in text and "DESIGN" + ".md" not in text, path
+
+
+
+def test_an_inner_kernel_called_from_python_raises_instead_of_crashing():
+    """An ``_jit.inner_kernel`` has no Python entry point: a call from Python, before or after a kernel that uses it
+    compiled it, is a TypeError (numba would jump to a null pointer); kernels call it, and its ``py_func`` runs as
+    Python."""
+    import numba
+
+    from lambdamart._engine.split import leaf_objective
+
+    with pytest.raises(TypeError, match="only inside other kernels"):
+        leaf_objective(1.0, 2.0, 0.0)
+
+    @numba.njit
+    def caller(sum_grad, sum_hess, l2):
+        return leaf_objective(sum_grad, sum_hess, l2)
+
+    assert caller(1.0, 2.0, 0.0) == 0.5
+    assert leaf_objective.overloads  # compiled for the caller, with the same argument types as below
+    with pytest.raises(TypeError, match="only inside other kernels"):
+        leaf_objective(1.0, 2.0, 0.0)
+    assert leaf_objective.py_func(1.0, 2.0, 0.0) == 0.5

@@ -7,7 +7,8 @@ thresholds below it, so ``x <= thresholds[b]`` exactly when its bin is ``<= b``.
 """
 
 import numpy as np
-from numba import njit
+
+from .._jit import inner_kernel, kernel
 
 MAX_BINS = 255
 # As LightGBM's min_data_in_bin: a value seen fewer times than this shares its bin with the next value, so the
@@ -80,7 +81,7 @@ def find_thresholds(X, max_bins=MAX_BINS, rows=None, split=None):
     return table[np.arange(table.shape[1]) < counts[:, None]], threshold_offsets
 
 
-@njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def _gather_features(X, rows, f0, out):
     """``out[j] = X[rows, f0 + j]`` for each row ``j`` of ``out``: one pass over the rows, each read once for all
     the chunk's features (numpy's strided copy reads every row once per feature, 30-50 % slower here)."""
@@ -90,7 +91,7 @@ def _gather_features(X, rows, f0, out):
             out[j, i] = X[r, f0 + j]
 
 
-@njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def _thresholds_per_feature(sorted_values, max_bins, f0, table, counts):
     """Thresholds of features ``f0, f0 + 1, ...`` from their rows of ``sorted_values`` (each sorted, NaN last) into
     rows of the (n_features, max_bins) table."""
@@ -101,7 +102,7 @@ def _thresholds_per_feature(sorted_values, max_bins, f0, table, counts):
         counts[f0 + j] = _feature_thresholds(sorted_values[j, :m].astype(np.float64), max_bins, table[f0 + j])
 
 
-@njit(cache=True)
+@inner_kernel
 def _feature_thresholds(values, max_bins, out):
     """Write the thresholds of one feature's sorted non-missing values into ``out``; return how many."""
     m = values.shape[0]
@@ -162,7 +163,7 @@ def bin_features(X, rows, thresholds, threshold_offsets, split=None):
     return codes
 
 
-@njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def _bin_rows(X, rows, padded, counts, f0, f1, codes):
     n_rows = rows.shape[0]
     block = 256
@@ -182,7 +183,7 @@ def _bin_rows(X, rows, padded, counts, f0, f1, codes):
                 codes[f, i] = missing if np.isnan(x) else pos
 
 
-@njit(cache=True, inline="always")
+@inner_kernel(inline="always")
 def _count_below(edges, x, step):
     """How many of the ascending, +inf-padded ``edges`` are below ``x``, in halving steps from ``step`` (a power of
     two; finds up to 2·step - 1 edges). Adding each comparison's result instead of branching on it avoids a

@@ -16,14 +16,15 @@ without a copy.
 """
 
 import numpy as np
-from numba import njit
+
+from .._jit import inner_kernel, kernel
 
 # Rows per block: each tree is explained for a whole block of rows before the next, so its nodes stay in cache,
 # and the block's scratch arrays are allocated once.
 _BLOCK = 64
 
 
-@njit(cache=True)
+@kernel
 def expected_values(left, right, value, count, tree_starts):
     """Per tree, its expected value: the sum over leaves of the leaf value times the product, along its path, of
     each child's share of its parent's cover (``count[child] / count[parent]``).
@@ -49,7 +50,7 @@ def expected_values(left, right, value, count, tree_starts):
     return expected
 
 
-@njit(cache=True, inline="always")
+@inner_kernel(inline="always")
 def _extend(seg, length, zero_fraction, one_fraction, feature_index, path_feature, path_zero, path_one,
             path_weight):
     """EXTEND: append a feature with its zero/one fractions as element ``length`` of the path in segment ``seg``
@@ -64,7 +65,7 @@ def _extend(seg, length, zero_fraction, one_fraction, feature_index, path_featur
         path_weight[seg + i] = zero_fraction * path_weight[seg + i] * (length - i) * scale
 
 
-@njit(cache=True, inline="always")
+@inner_kernel(inline="always")
 def _unwind(seg, length, k, path_feature, path_zero, path_one, path_weight):
     """UNWIND: remove element ``k`` from the path of ``length + 1`` elements in segment ``seg`` (the inverse of
     EXTEND), leaving ``length`` elements."""
@@ -84,7 +85,7 @@ def _unwind(seg, length, k, path_feature, path_zero, path_one, path_weight):
         path_one[seg + j] = path_one[seg + j + 1]
 
 
-@njit(cache=True, inline="always")
+@inner_kernel(inline="always")
 def _unwound_sum(seg, length, k, path_zero, path_one, path_weight):
     """The total weight of the path without element ``k``, whose one fraction is not 0: the sum of the weights
     UNWIND would leave, without changing the path."""
@@ -101,7 +102,7 @@ def _unwound_sum(seg, length, k, path_zero, path_one, path_weight):
     return total * (length + 1)
 
 
-@njit(cache=True, inline="always")
+@inner_kernel(inline="always")
 def _cold_sum(seg, length, path_weight):
     """The unwound sum of any element whose one fraction is 0, times its zero fraction: the same for all of them.
 
@@ -114,7 +115,7 @@ def _cold_sum(seg, length, path_weight):
     return total * (length + 1)
 
 
-@njit(cache=True)
+@inner_kernel
 def _explain_tree(X, i, root, width, feature, threshold, missing_left, left, right, value, count, out,
                   path_feature, path_zero, path_one, path_weight, stack_node, stack_slot, stack_length, stack_zero,
                   stack_one, stack_feature):
@@ -201,7 +202,7 @@ def _explain_tree(X, i, root, width, feature, threshold, missing_left, left, rig
             stack_feature[top] = f
 
 
-@njit(cache=True)
+@inner_kernel
 def _explain_block(X, lo, hi, feature, threshold, missing_left, left, right, value, count, tree_starts, tree_depth,
                    max_depth, expected_value, out):
     """Contributions of rows ``lo:hi``: trees outer (their nodes stay in cache), rows inner; per row the trees add in
@@ -235,7 +236,7 @@ def _explain_block(X, lo, hi, feature, threshold, missing_left, left, right, val
                           stack_zero, stack_one, stack_feature)
 
 
-@njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def explain_rows(X, lo, hi, feature, threshold, missing_left, left, right, value, count, tree_starts, tree_depth,
                  max_depth, expected_value, out):
     """TreeSHAP values of the rows ``lo:hi`` of ``X`` into ``out[lo:hi]`` (n_features + 1 columns, the last
@@ -245,7 +246,7 @@ def explain_rows(X, lo, hi, feature, threshold, missing_left, left, right, value
                        count, tree_starts, tree_depth, max_depth, expected_value, out)
 
 
-@njit(cache=True)
+@kernel
 def contributions_serial(X, feature, threshold, missing_left, left, right, value, count, tree_starts, tree_depth,
                          max_depth, expected_value):
     """TreeSHAP values of all rows of ``X`` on the calling thread (no thread hand-off for a single query)."""

@@ -9,8 +9,9 @@ Leaf values are Newton steps ``-Σλ / (Σw + l2)`` times the learning rate.
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
+from .._jit import inner_kernel, kernel
 from .histogram import build_block, new_histograms, subtract_feature
 from .split import FeatureSplits, Split, best_of, feature_best_split, leaf_value, new_feature_splits
 
@@ -73,7 +74,7 @@ def make_workspace(n_rows, total_bins, max_leaf_nodes, n_features):
 # serially), and each extra specialisation of these kernels costs a second or more of compilation on first use.
 
 
-@njit(cache=True)
+@kernel
 def gather_node(grad, hess, rows, start, stop, ordered_grad, ordered_hess):
     """Copy λ and w of the node's rows ``rows[start:stop]`` into node order; return their sums (Σλ, Σw)."""
     g = 0.0
@@ -86,7 +87,7 @@ def gather_node(grad, hess, rows, start, stop, ordered_grad, ordered_hess):
     return g, h
 
 
-@njit(cache=True)
+@kernel
 def partition_node(codes, rows, start, stop, feature, split_bin, missing_bin, missing_left, buffer):
     """Stable in-place partition of the node's rows ``rows[start:stop]`` by a split: rows going left first.
 
@@ -112,7 +113,7 @@ def partition_node(codes, rows, start, stop, feature, split_bin, missing_bin, mi
     return start + n_left
 
 
-@njit(cache=True, parallel=True)
+@kernel(parallel=True)
 def partition_node_threaded(codes, rows, start, stop, feature, split_bin, missing_bin, missing_left, small_is_left,
                             grad, hess, ordered_grad, ordered_hess, buffers, n_chunks):
     """:func:`partition_node` on numba's threads (the same order of rows), followed by the :func:`gather_node` of
@@ -163,7 +164,7 @@ def partition_node_threaded(codes, rows, start, stop, feature, split_bin, missin
     return boundary
 
 
-@njit(cache=True, parallel=True)
+@kernel(parallel=True)
 def node_histogram(codes, layout, rows, ordered_grad, ordered_hess, sum_grad, sum_hess, count, hist):
     """The histogram ``hist`` of the node whose rows are ``rows`` (λ and w in node order), block by block.
 
@@ -179,7 +180,7 @@ def find_node_split(hist, n_bins, bin_offsets, features, sum_grad, sum_hess, cou
     return _best_node_split(hist, n_bins, bin_offsets, features, sum_grad, sum_hess, count, params)
 
 
-@njit(cache=True)
+@kernel
 def _best_node_split(hist, n_bins, bin_offsets, features, sum_grad, sum_hess, count, params):
     best = Split(-np.inf, -1, -1, False, 0.0, 0.0, 0.0)
     for f in features:
@@ -194,7 +195,7 @@ def _best_node_split(hist, n_bins, bin_offsets, features, sum_grad, sum_hess, co
 # ------------------------------------------------------------------------------------ the leaf-wise grower
 
 
-@njit(cache=True)
+@kernel
 def grow_tree(codes, n_bins, layout, features, grad, hess, rows, params, workspace, parallel_work,
               partition_rows=None):
     """Grow one tree leaf-wise (best first) on the rows ``rows`` (partitioned in place).
@@ -356,13 +357,13 @@ def grow_tree(codes, n_bins, layout, features, grad, hess, rows, params, workspa
                      node_stop[:n_nodes])
 
 
-@njit(cache=True)
+@kernel
 def _splittable(n, node_depth, max_depth, min_samples_leaf):
     """Whether a node may split at all: room for two leaves of min_samples_leaf rows, and depth to spare."""
     return n >= 2 * min_samples_leaf and n >= 2 and (max_depth < 0 or node_depth < max_depth)
 
 
-@njit(cache=True)
+@inner_kernel
 def _split_block(k, codes, layout, rows, ordered_grad, ordered_hess, n_bins, usable_small, usable_large, hist_small,
                  hist_large, search_small, search_large, sums, l2, min_samples_leaf, min_sum_hessian, splits):
     """For block ``k`` of the layout: build the smaller child's histograms, turn the parent's (held in
@@ -404,7 +405,7 @@ def _split_block(k, codes, layout, rows, ordered_grad, ordered_hess, n_bins, usa
                 usable_large[f] = enough_rows
 
 
-@njit(cache=True, parallel=True)
+@inner_kernel(parallel=True)
 def _split_step_parallel(codes, layout, rows, ordered_grad, ordered_hess, n_bins, usable_small, usable_large,
                          hist_small, hist_large, search_small, search_large, sums, l2, min_samples_leaf,
                          min_sum_hessian, gain, bin, missing_left, left_grad, left_hess, left_count):
@@ -417,7 +418,7 @@ def _split_step_parallel(codes, layout, rows, ordered_grad, ordered_hess, n_bins
                      min_sum_hessian, splits)
 
 
-@njit(cache=True)
+@inner_kernel
 def _split_step(codes, layout, rows, ordered_grad, ordered_hess, n_bins, usable_small, usable_large, hist_small,
                 hist_large, search_small, search_large, sums, params, splits, parallel_work):
     """Histograms and best splits of a split's children (of the root when ``search_large`` is False)."""
@@ -438,7 +439,7 @@ def _split_step(codes, layout, rows, ordered_grad, ordered_hess, n_bins, usable_
                      hist_small, hist_large, search_small, search_large, sums, l2, min_leaf, min_hessian, splits)
 
 
-@njit(cache=True)
+@kernel
 def add_leaf_values(scores, rows, feature, value, node_start, node_stop):
     """Add each leaf's value to the training scores of the rows it holds (leaves hold disjoint rows).
 

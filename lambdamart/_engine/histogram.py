@@ -25,8 +25,10 @@ from typing import NamedTuple
 
 import numpy as np
 from llvmlite import ir
-from numba import njit, types
+from numba import types
 from numba.extending import intrinsic
+
+from .._jit import inner_kernel, kernel
 
 # Most-frequent-bin share from which a feature is stored sparse. On MSLR-like data (make_ranking_data, 131k rows)
 # a node's histogram cost 76, 78, 85 and 92 ns per row from shares 0.3, 0.5, 0.7 and with no sparse features at
@@ -251,7 +253,7 @@ def _bin_counts(codes, width):
     return np.stack([np.bincount(column, minlength=width) for column in codes])
 
 
-@njit(cache=True)  # serial, as the binning kernels (see binning.py)
+@kernel  # serial, as the binning kernels (see binning.py)
 def _sparse_rows(codes, bin_offsets, sparse_base, sparse_features, block_sparse, mode_bin):
     n_blocks = sparse_base.shape[0]
     n_rows = codes.shape[1]
@@ -324,7 +326,7 @@ def _add_to_bin(typingctx, hist, b, grad, hess):
     return types.void(hist, types.int64, types.float64, types.float64), codegen
 
 
-@njit(cache=True)
+@inner_kernel
 def _accumulate_group(hist, rows, ordered_grad, ordered_hess, group_codes, offsets):
     # A row's λ and w are loaded once for the whole group, and its codes come from one cache line. The inner loop
     # runs over the array's own row length (not a separate count): 20 % faster, as LLVM then sees whole rows.
@@ -339,7 +341,7 @@ def _accumulate_group(hist, rows, ordered_grad, ordered_hess, group_codes, offse
             _add_to_bin(hist, offsets[p] + group_codes[r, p], g, h)
 
 
-@njit(cache=True)
+@inner_kernel
 def _accumulate_sparse(hist, rows, ordered_grad, ordered_hess, ptr, sparse_bin, base):
     n = rows.shape[0]
     ahead = _PREFETCH_DISTANCE
@@ -356,7 +358,7 @@ def _accumulate_sparse(hist, rows, ordered_grad, ordered_hess, ptr, sparse_bin, 
             _add_to_bin(hist, base + sparse_bin[e], g, h)
 
 
-@njit(cache=True)
+@kernel
 def build_block(codes, layout, k, rows, ordered_grad, ordered_hess, sum_grad, sum_hess, count, hist):
     """Histograms of block ``k``'s features for the node whose rows are ``rows`` (λ ``ordered_grad[i]`` for row
     ``rows[i]``) and whose totals are ``sum_grad``, ``sum_hess`` and ``count``."""
@@ -387,7 +389,7 @@ def build_block(codes, layout, k, rows, ordered_grad, ordered_hess, sum_grad, su
                     hist[skipped, 2] -= hist[b, 2]
 
 
-@njit(cache=True)
+@kernel
 def subtract_feature(parent, child, bin_offsets, f):
     """``parent -= child`` on feature ``f``'s bins: the parent's histogram becomes its other child's."""
     for b in range(bin_offsets[f], bin_offsets[f + 1]):

@@ -6,9 +6,11 @@ from typing import NamedTuple
 import numba
 import numpy as np
 from llvmlite import ir
-from numba import njit, prange, types
+from numba import prange, types
 from numba.cpython.unsafe.numbers import trailing_zeros
 from numba.extending import intrinsic
+
+from .._jit import inner_kernel, kernel
 
 # Rows per block: each tree is walked for a whole block of rows before the next, so its nodes stay in cache.
 _BLOCK = 64
@@ -178,7 +180,7 @@ def row_key_buffer(n_rows, n_features):
     return keys
 
 
-@njit(cache=True, nogil=True)
+@kernel(nogil=True)
 def score_rows(X, lo, hi, keys, step, threshold, value, depth, tree_starts, lockstep_depth, out):
     """Scores of the rows ``lo:hi`` of ``X`` into ``out[lo:hi]`` (sums in tree order), from a :class:`WalkLayout`
     (``step`` … ``lockstep_depth``), with a :func:`row_key_buffer` of at least ``min(_BLOCK, hi - lo)`` rows as
@@ -364,7 +366,7 @@ def _keep_leaves(typingctx, reachable, lanes, values, threshold, keep):
     return types.void(reachable, lanes, values, threshold, keep), codegen
 
 
-@njit(cache=True, inline="always")
+@inner_kernel(inline="always")
 def _aligned(buffer, n):
     """``n`` items of ``buffer`` (64 bytes longer) that start on a cache line, so that each vector operation of
     :func:`_keep_leaves` loads and stores whole lines, not parts of two."""
@@ -372,7 +374,7 @@ def _aligned(buffer, n):
     return buffer[skip:skip + n]
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@kernel(nogil=True, error_model="numpy")
 def quick_score_rows(X, lo, hi, features, feature_starts, threshold, lanes, keep, nan_right_starts, nan_right_lanes,
                      nan_right_keep, leaf_value, leaf_starts, out):
     """Scores of the rows ``lo:hi`` of ``X`` into ``out[lo:hi]`` (sums in tree order, as :func:`score_rows`),
@@ -416,7 +418,7 @@ def quick_score_rows(X, lo, hi, features, feature_starts, threshold, lanes, keep
             out[start + d] = score
 
 
-@njit(cache=True)
+@inner_kernel
 def _binned_leaf(codes, n_bins, tree, r):
     """The leaf of the :class:`~.grower.GrownTree` ``tree`` that row ``r`` of the binned data ``codes`` reaches."""
     feature, split_bin, missing_left, left, right = tree.feature, tree.split_bin, tree.missing_left, tree.left, \
@@ -434,13 +436,13 @@ def _binned_leaf(codes, n_bins, tree, r):
     return node
 
 
-@njit(cache=True)
+@kernel
 def _add_tree_binned_serial(codes, n_bins, tree, rows, scores):
     for k in range(rows.shape[0]):
         scores[rows[k]] += tree.value[_binned_leaf(codes, n_bins, tree, rows[k])]
 
 
-@njit(cache=True, parallel=True)
+@kernel(parallel=True)
 def _add_tree_binned_parallel(codes, n_bins, tree, rows, scores):
     for k in prange(rows.shape[0]):
         scores[rows[k]] += tree.value[_binned_leaf(codes, n_bins, tree, rows[k])]

@@ -8,26 +8,27 @@ subject to ``min_samples_leaf`` rows and ``min_sum_hessian`` weight on each side
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
+
+from .._jit import inner_kernel, kernel
 
 _RELATIVE_GAIN_TOLERANCE = 1e-10
 
 
-@njit(cache=True)
+@inner_kernel
 def leaf_objective(sum_grad, sum_hess, l2):
     """G² / (H + l2): how much a leaf with these sums lowers the loss; 0 when it has no weight at all."""
     denominator = sum_hess + l2
     return sum_grad * sum_grad / denominator if denominator > 0.0 else 0.0
 
 
-@njit(cache=True)
+@kernel
 def leaf_value(sum_grad, sum_hess, l2):
     """Newton step -G / (H + l2); 0 for a leaf without weight (nothing to learn there)."""
     denominator = sum_hess + l2
     return -sum_grad / denominator if denominator > 0.0 else 0.0
 
 
-@njit(cache=True)
+@inner_kernel
 def _children_term(g_left, h_left, sum_grad, sum_hess, l2, min_sum_hessian):
     """G_L² / (H_L + l2) + G_R² / (H_R + l2) of a split whose left child has sums ``g_left``, ``h_left`` (rows
     checked by the caller); -inf when a side lacks ``min_sum_hessian``."""
@@ -37,7 +38,7 @@ def _children_term(g_left, h_left, sum_grad, sum_hess, l2, min_sum_hessian):
     return leaf_objective(g_left, h_left, l2) + leaf_objective(g_right, h_right, l2)
 
 
-@njit(cache=True)
+@inner_kernel
 def feature_best_split(hist, base, n_value_bins, sum_grad, sum_hess, count, l2, min_samples_leaf, min_sum_hessian):
     """Best (gain, bin, missing_left, left λ sum, left w sum, left count) for one feature; gain -inf if none.
 
@@ -134,7 +135,7 @@ def new_feature_splits(n_nodes, n_features):
                          np.zeros(shape), np.zeros(shape), np.zeros(shape))
 
 
-@njit(cache=True)
+@inner_kernel
 def best_of(splits, node, features):
     """The best of ``node``'s per-feature splits over ``features`` (sorted), as a :class:`Split`.
 

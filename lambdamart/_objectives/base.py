@@ -13,7 +13,8 @@ To add an objective: write its kernel and a subclass of :class:`Objective` with 
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
+
+from .._jit import inner_kernel, kernel
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,7 @@ def _subclasses(cls=Objective):
         yield from _subclasses(sub)
 
 
-@njit(cache=True)
+@inner_kernel
 def add_pair(grad, hess, high, low, lam, w):
     """Add one pair's λ and w to its two documents: λ pushes ``high`` (the higher label) up and ``low`` down."""
     grad[high] -= lam
@@ -107,7 +108,7 @@ def add_pair(grad, hess, high, low, lam, w):
     hess[low] += w
 
 
-@njit(cache=True)
+@kernel
 def apply_sample_weight(sample_weight, start, stop, grad, hess):
     """Multiply the λ and w of rows ``start:stop`` by their sample weights (none when ``sample_weight`` is empty)."""
     if sample_weight.shape[0] > 0:

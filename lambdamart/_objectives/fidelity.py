@@ -1,12 +1,13 @@
 """FRank: the fidelity loss over pairs of documents with different labels."""
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
+from .._jit import inner_kernel, kernel
 from .base import Objective, add_pair, apply_sample_weight
 
 
-@njit(cache=True)
+@inner_kernel
 def _fidelity_pair(delta):
     """λ and w of one pair, Δ = s_high - s_low: F = 1 - sqrt(p), p = 1 / (1 + exp(-Δ)).
 
@@ -24,7 +25,7 @@ def _fidelity_pair(delta):
     return lam, max(abs(exact), gauss_newton)
 
 
-@njit(cache=True, parallel=True)
+@kernel(parallel=True)
 def frank_gradients(scores, labels, offsets, query_indices, sample_weight, grad, hess):
     """FRank: loss Σ [1 - sqrt(P_hl)] over pairs where h has the higher label, P_hl = 1 / (1 + exp(-(s_h - s_l))).
 

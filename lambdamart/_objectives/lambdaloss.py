@@ -14,8 +14,9 @@ p = 1 - σ(sigma·(s_h - s_o)). No pair or query normalisation: λ stays the gra
 """
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
+from .._jit import inner_kernel, kernel
 from .._sort import descending_order
 from .base import Objective, add_pair, apply_sample_weight
 from .lambdarank import discount_table, inverse_ideal_dcg
@@ -26,7 +27,7 @@ DEFAULT_MU = 5.0
 _INV_LN2 = 1.0 / np.log(2.0)
 
 
-@njit(cache=True, error_model="numpy")
+@inner_kernel(error_model="numpy")
 def _query_lambdaloss(scores, labels, gains, discounts, inv_idcg, truncation_level, sigma, mu, grad, hess):
     """λ and w of one query (views of its rows) into ``grad`` and ``hess``; ``discounts[r - 1]`` is 1/D(r)."""
     n = scores.shape[0]
@@ -53,7 +54,7 @@ def _query_lambdaloss(scores, labels, gains, discounts, inv_idcg, truncation_lev
             add_pair(grad, hess, high, low, lam, w)
 
 
-@njit(cache=True, parallel=True)
+@kernel(parallel=True)
 def lambdaloss_gradients(scores, labels, gains, offsets, query_indices, discounts, inv_idcg, truncation_level, sigma,
                          mu, sample_weight, grad, hess):
     """NDCG-Loss2++ λ and w for the queries in ``query_indices`` (``inv_idcg``: 1/IDCG@truncation_level per query,

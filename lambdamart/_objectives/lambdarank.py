@@ -6,8 +6,9 @@ query) and Unbiased LambdaMART's position biases are written out in ``docs/desig
 
 import numba
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
+from .._jit import inner_kernel, kernel
 from .._sort import descending_order
 from .base import Objective, apply_sample_weight
 
@@ -33,7 +34,7 @@ def inverse_ideal_dcg(gains, offsets, discounts, truncation_level):
     return np.divide(1.0, idcg, out=np.zeros(n_queries), where=idcg > 0.0)
 
 
-@njit(cache=True)
+@inner_kernel
 def _delta_ap(relevant_count, inverse_rank_sum, i, j, high_first):
     """|ΔAP|·R of swapping the documents at 0-based positions i < j, one relevant and one not.
 
@@ -48,13 +49,13 @@ def _delta_ap(relevant_count, inverse_rank_sum, i, j, high_first):
     return abs((before_i + 1.0) / (i + 1.0) - relevant_count[j] / (j + 1.0) + between)
 
 
-@njit(cache=True, inline="always")
+@inner_kernel(inline="always")
 def _discount_rows(pair_discounts):
     """The rows of :func:`_pair_discounts`'s output by name: lower, upper, within, block_end, scale."""
     return pair_discounts[0], pair_discounts[1], pair_discounts[2], pair_discounts[3], pair_discounts[4]
 
 
-@njit(cache=True, inline="always")
+@inner_kernel(inline="always")
 def _halves(sums):
     """A query's per-document sums by name: Σλ (the first half of ``sums``) and Σw (the second)."""
     half = sums.shape[0] // 2
@@ -63,7 +64,7 @@ def _halves(sums):
 
 # error_model="numpy" on the pair kernels: their divisions never divide by zero, and numba's check for it (raising
 # ZeroDivisionError) would give the pair loop an exit, which stops LLVM from vectorising it.
-@njit(cache=True, error_model="numpy")
+@inner_kernel(error_model="numpy")
 def _pair_lambda(delta_z, delta_score, rho, sigma, normalize_pairs):
     """λ = σρΔZ and w = σ²ρ(1-ρ)ΔZ of one pair, ΔZ first divided by 0.01 + |Δs| with ``normalize_pairs``."""
     if normalize_pairs:
@@ -71,7 +72,7 @@ def _pair_lambda(delta_z, delta_score, rho, sigma, normalize_pairs):
     return sigma * rho * delta_z, sigma * sigma * rho * (1.0 - rho) * delta_z
 
 
-@njit(cache=True, error_model="numpy")
+@kernel(error_model="numpy")
 def _ndcg_pairs(n, s, label, gain, e, pair_discounts, last_row, sigma, normalize_pairs, sums, terms):
     """Σλ and Σw of every document over its |ΔNDCG|-weighted pairs, given all e > 0; returns the sum of all 2λ.
 
@@ -136,7 +137,7 @@ def _ndcg_pairs(n, s, label, gain, e, pair_discounts, last_row, sigma, normalize
     return sum_lambdas
 
 
-@njit(cache=True)
+@kernel
 def _general_pairs(s, label, gain, e, pair_discounts, inv_idcg, last_row, sigma, normalize_pairs, average_precision,
                    shown, position_bias, lam_sum, w_sum, cost_sum):
     """Σλ and Σw of every document over its pairs, in rank order, for all cases; returns the sum of all 2λ.
@@ -188,7 +189,7 @@ def _general_pairs(s, label, gain, e, pair_discounts, inv_idcg, last_row, sigma,
     return sum_lambdas
 
 
-@njit(cache=True)
+@inner_kernel
 def _ranked_query(scores, gains, labels, sigma):
     """One query's documents in rank order: the row order, and (s, label, gain, e) as the first rows of a
     (9, n padded to a multiple of 8) array whose other five rows :func:`_pair_discounts` fills, with
@@ -211,7 +212,7 @@ def _ranked_query(scores, gains, labels, sigma):
     return ranked, work, underflow
 
 
-@njit(cache=True)
+@kernel
 def _pair_discounts(s, n, discounts, inv_idcg, truncation_level, average_ties, out):
     """The discount terms of |ΔNDCG| for the documents of one query in rank order; returns the pair loops' last row.
 
@@ -265,7 +266,7 @@ def _pair_discounts(s, n, discounts, inv_idcg, truncation_level, average_ties, o
     return last_row
 
 
-@njit(cache=True)
+@inner_kernel
 def _label_values(label, lo, hi, gain):
     """The distinct label values of the documents ``lo:hi``, numbered from the highest down: each document's number
     (relative to ``lo``), and per value its count, gain and label.
@@ -291,7 +292,7 @@ def _label_values(label, lo, hi, gain):
     return value_of, counts[:n_values], value_gain[:n_values], value_label[:n_values]
 
 
-@njit(cache=True, error_model="numpy")
+@inner_kernel(error_model="numpy")
 def _tied_value_sums(counts, value_gain, lam_unit, w_unit, lam_sum, w_sum):
     """Add to ``lam_sum[u]`` and ``w_sum[u]`` the sums of one document of label value ``u`` over its pairs with the
     other documents of a tie block (``counts`` of each value), each weighing |Δgain| times ``lam_unit`` /
@@ -308,7 +309,7 @@ def _tied_value_sums(counts, value_gain, lam_unit, w_unit, lam_sum, w_sum):
     return sum_lambdas
 
 
-@njit(cache=True)
+@kernel
 def _all_tied_pairs(n, label, gain, pair_discounts, sigma, sums):
     """Σλ and Σw (``sums``' first and second half, as :func:`_ndcg_pairs` lays them out) when all n documents of
     a query tie and ties are averaged (the first round); returns the sum of all 2λ.
@@ -337,7 +338,7 @@ def _all_tied_pairs(n, label, gain, pair_discounts, sigma, sums):
 _TAIL_ROWS = 16
 
 
-@njit(cache=True, error_model="numpy")
+@kernel(error_model="numpy")
 def _tail_pairs(n, s, label, gain, e, pair_discounts, first, stop, sigma, normalize_pairs, sums):
     """Add the pairs (i, j > i) of the rows ``first:stop`` to ``sums``: the rows of a tie block that straddles the
     truncation level, below it. Returns their sum of 2λ.
@@ -377,7 +378,7 @@ def _tail_pairs(n, s, label, gain, e, pair_discounts, first, stop, sigma, normal
     return sum_lambdas
 
 
-@njit(cache=True)
+@inner_kernel
 def _scatter_query(ranked, sums, sum_lambdas, query_normalization, grad, hess):
     """Write the rank-ordered Σλ and Σw (``sums``' two halves) back to row order, normalised by log2(1 + Σ|λ|) / Σ|λ|
     with ``query_normalization``."""
@@ -390,7 +391,7 @@ def _scatter_query(ranked, sums, sum_lambdas, query_normalization, grad, hess):
         hess[ranked[k]] = w_sums[k] * factor
 
 
-@njit(cache=True)
+@inner_kernel
 def _query_lambdas(k, scores, gains, labels, offsets, query_indices, discounts, inv_idcg, truncation_level, sigma,
                    pair_normalization, query_normalization, average_ties, sample_weight, grad, hess, done):
     """λ and w weighted by |ΔNDCG| of query ``query_indices[k]``, written into its rows of ``grad`` and ``hess``.
@@ -432,7 +433,7 @@ def _query_lambdas(k, scores, gains, labels, offsets, query_indices, discounts, 
     apply_sample_weight(sample_weight, start, stop, grad, hess)
 
 
-@njit(cache=True)
+@inner_kernel
 def _general_query_lambdas(scores, gains, labels, discounts, inv_idcg, truncation_level, sigma, pair_normalization,
                            query_normalization, average_ties, average_precision, position, position_bias, grad, hess,
                            bias_cost):
@@ -472,13 +473,13 @@ def _general_query_lambdas(scores, gains, labels, discounts, inv_idcg, truncatio
 
 # The same loop twice, on the calling thread and on numba's threads: a single-threaded fit (all small ones) then
 # never compiles the parallel version, which costs seconds on first use.
-@njit(cache=True)
+@kernel
 def _ndcg_gradients_serial(scores, gains, labels, offsets, query_indices, *args):
     for k in range(query_indices.shape[0]):
         _query_lambdas(k, scores, gains, labels, offsets, query_indices, *args)
 
 
-@njit(cache=True, parallel=True)
+@kernel(parallel=True)
 def _ndcg_gradients_parallel(scores, gains, labels, offsets, query_indices, discounts, inv_idcg, truncation_level,
                              sigma, pair_normalization, query_normalization, average_ties, sample_weight, grad, hess,
                              done):
@@ -488,7 +489,7 @@ def _ndcg_gradients_parallel(scores, gains, labels, offsets, query_indices, disc
                        grad, hess, done)
 
 
-@njit(cache=True, parallel=True)
+@kernel(parallel=True)
 def _general_gradients(scores, gains, labels, offsets, query_indices, discounts, inv_idcg, truncation_level, sigma,
                        pair_normalization, query_normalization, average_ties, average_precision, position,
                        position_bias, sample_weight, grad, hess, bias_cost):

@@ -1,18 +1,19 @@
 """Listwise losses: ListNet's top-one cross entropy and ListMLE's Plackett-Luce likelihood."""
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
+from .._jit import inner_kernel, kernel
 from .base import Objective, apply_sample_weight
 
 
-@njit(cache=True)
+@inner_kernel
 def _softmax(x):
     e = np.exp(x - x.max())
     return e / e.sum()
 
 
-@njit(cache=True, parallel=True)
+@kernel(parallel=True)
 def listnet_gradients(scores, gains, offsets, query_indices, sample_weight, grad, hess):
     """ListNet: cross entropy -Σ p·log q between the top-one probabilities p = softmax(gain) of the labels and
     q = softmax(scores). Gradient q - p, diagonal hessian q(1 - q)."""
@@ -26,7 +27,7 @@ def listnet_gradients(scores, gains, offsets, query_indices, sample_weight, grad
         apply_sample_weight(sample_weight, start, stop, grad, hess)
 
 
-@njit(cache=True, parallel=True)
+@kernel(parallel=True)
 def listmle_gradients(scores, labels, offsets, query_indices, tie_break, sample_weight, grad, hess):
     """ListMLE: loss Σ_k [log Σ_{j≥k} exp(s_π(j)) - s_π(k)] for π the order of labels, highest first, with ties
     in labels ordered by ``tie_break`` (random numbers drawn per round). Queries whose labels are all equal have

@@ -1,19 +1,20 @@
 """RankNet: the pairwise logistic loss over pairs of documents with different labels."""
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
+from .._jit import inner_kernel, kernel
 from .base import Objective, add_pair, apply_sample_weight
 
 
-@njit(cache=True)
+@inner_kernel
 def _pair_terms(sigma, delta_score):
     """RankNet's λ and w of one pair: σρ and σ²ρ(1-ρ) with ρ = 1 / (1 + exp(σΔs)), Δs = s_high - s_low."""
     rho = 1.0 / (1.0 + np.exp(sigma * delta_score))
     return sigma * rho, sigma * sigma * rho * (1.0 - rho)
 
 
-@njit(cache=True, parallel=True)
+@kernel(parallel=True)
 def ranknet_gradients(scores, labels, offsets, query_indices, sigma, partners, sample_weight, grad, hess):
     """RankNet: loss Σ log(1 + exp(-σ(s_h - s_o))) over pairs where h has the higher label.
 

@@ -1,11 +1,12 @@
 """Squared error on the labels: a pointwise baseline on the same trees."""
 
-from numba import njit, prange
+from numba import prange
 
+from .._jit import kernel
 from .base import Objective, apply_sample_weight
 
 
-@njit(cache=True, parallel=True)
+@kernel(parallel=True)
 def pointwise_gradients(scores, labels, offsets, query_indices, sample_weight, grad, hess):
     """Squared error ½(s - label)²: gradient s - label, hessian 1."""
     for k in prange(query_indices.shape[0]):

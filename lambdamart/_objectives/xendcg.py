@@ -1,12 +1,13 @@
 """XE-NDCG: the softmax cross entropy against a randomised, gain-weighted target distribution."""
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
+from .._jit import kernel
 from .base import Objective, apply_sample_weight
 
 
-@njit(cache=True, parallel=True)
+@kernel(parallel=True)
 def xendcg_gradients(scores, gains, offsets, query_indices, gamma, sample_weight, grad, hess):
     """XE-NDCG: loss -Σ φ·log ρ per query, ρ = softmax(scores), φ_i = (g_i + 1 - γ_i) / Σ_j (g_j + 1 - γ_j) for
     the label gains g and ``gamma`` drawn from U(0, 1) per row and round. Gradient ρ - φ, hessian ρ(1 - ρ) (the

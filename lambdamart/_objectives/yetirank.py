@@ -12,8 +12,9 @@ neighbour pair's share is added to them at once instead of being stored: O(N·n 
 """
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
+from .._jit import inner_kernel, kernel
 from .._sort import descending_order
 from .base import Objective, add_pair, apply_sample_weight
 
@@ -22,7 +23,7 @@ DEFAULT_PERMUTATIONS = 10
 DEFAULT_DECAY = 0.85
 
 
-@njit(cache=True, error_model="numpy")
+@inner_kernel(error_model="numpy")
 def _query_yetirank(scores, labels, uniforms, decay, grad, hess):
     """λ and w of one query (views of its rows) into ``grad`` and ``hess``; ``uniforms`` (n, N): its rows' draws."""
     n = scores.shape[0]
@@ -50,7 +51,7 @@ def _query_yetirank(scores, labels, uniforms, decay, grad, hess):
             share *= decay
 
 
-@njit(cache=True, parallel=True)
+@kernel(parallel=True)
 def yetirank_gradients(scores, labels, offsets, query_indices, uniforms, decay, sample_weight, grad, hess):
     """YetiRank λ and w for the queries in ``query_indices``, from the uniform draws ``uniforms`` (n_samples, N),
     column m perturbing the scores of permutation m. With the draws fixed, λ is the gradient of the loss."""

@@ -6,7 +6,7 @@ evaluation), so this sort is on the hot path: see :func:`descending_order`.
 
 import numpy as np
 
-from ._jit import inner_kernel, kernel
+from ._jit import inner_kernel
 
 # The sort below indexes with unsigned integers: numba wraps negative signed indices around, and that select on
 # every access costs as much as the merging itself.
@@ -72,7 +72,7 @@ def _merge_equal_runs(keys, rows, out_keys, out_rows, lo, m):
         k_back -= one
 
 
-@kernel
+@inner_kernel
 def descending_order(scores):
     """Row indices in descending order of ``scores``, tied scores in row order (LightGBM's std::stable_sort):
     ``np.argsort(-scores, kind="mergesort")``, about three times as fast on queries of ~100 documents (numba's

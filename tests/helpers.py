@@ -7,12 +7,21 @@ puts this folder on sys.path. The fixtures built on them (``data``, ``model``, `
 
 import contextlib
 
+import numba
 import numpy as np
 
 from lambdamart import LambdaMARTRanker, cli
 
 # A few small trees, one thread, a fixed seed: the parameters of most fits whose only purpose is to get a model.
 FAST = dict(n_estimators=6, max_leaf_nodes=6, min_samples_leaf=3, learning_rate=0.3, n_jobs=1, random_state=0)
+
+
+
+def called_from_a_kernel(inner):
+    """A Python-callable jitted function that calls ``inner``, an ``_jit.inner_kernel`` (which has no Python entry
+    point of its own), with the same arguments."""
+    return numba.njit(lambda *args: inner(*args))
+
 
 # ---------------------------------------------------------------- data
 

@@ -5,7 +5,7 @@ by step through the grower's parts is in test_engine_steps.py."""
 import numba
 import numpy as np
 import pytest
-from helpers import reference_predict
+from helpers import called_from_a_kernel, reference_predict
 
 from lambdamart._engine import histogram
 from lambdamart._engine import predict as predict_module
@@ -22,10 +22,8 @@ from lambdamart._engine.grower import (
 from lambdamart._engine.histogram import (
     GROUP_FEATURES,
     SPARSE_SHARE,
-    build_block,
     make_layout,
     new_histograms,
-    subtract_feature,
 )
 from lambdamart._engine.predict import (
     add_tree_binned,
@@ -37,6 +35,10 @@ from lambdamart._engine.predict import (
 )
 from lambdamart._engine.tree import concatenate_trees, make_tree
 from lambdamart._parallel import parallel_region, split_over_threads
+
+# Kernels that only other kernels call in the package (no Python entry point), called here through a jitted caller.
+build_block = called_from_a_kernel(histogram.build_block)
+subtract_feature = called_from_a_kernel(histogram.subtract_feature)
 
 # ---------------------------------------------------------------- helpers
 

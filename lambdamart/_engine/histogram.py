@@ -358,7 +358,7 @@ def _accumulate_sparse(hist, rows, ordered_grad, ordered_hess, ptr, sparse_bin, 
             _add_to_bin(hist, base + sparse_bin[e], g, h)
 
 
-@kernel
+@inner_kernel
 def build_block(codes, layout, k, rows, ordered_grad, ordered_hess, sum_grad, sum_hess, count, hist):
     """Histograms of block ``k``'s features for the node whose rows are ``rows`` (λ ``ordered_grad[i]`` for row
     ``rows[i]``) and whose totals are ``sum_grad``, ``sum_hess`` and ``count``."""
@@ -389,7 +389,7 @@ def build_block(codes, layout, k, rows, ordered_grad, ordered_hess, sum_grad, su
                     hist[skipped, 2] -= hist[b, 2]
 
 
-@kernel
+@inner_kernel
 def subtract_feature(parent, child, bin_offsets, f):
     """``parent -= child`` on feature ``f``'s bins: the parent's histogram becomes its other child's."""
     for b in range(bin_offsets[f], bin_offsets[f + 1]):

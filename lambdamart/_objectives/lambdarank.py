@@ -72,7 +72,7 @@ def _pair_lambda(delta_z, delta_score, rho, sigma, normalize_pairs):
     return sigma * rho * delta_z, sigma * sigma * rho * (1.0 - rho) * delta_z
 
 
-@kernel(error_model="numpy")
+@inner_kernel(error_model="numpy")
 def _ndcg_pairs(n, s, label, gain, e, pair_discounts, last_row, sigma, normalize_pairs, sums, terms):
     """Σλ and Σw of every document over its |ΔNDCG|-weighted pairs, given all e > 0; returns the sum of all 2λ.
 
@@ -212,7 +212,7 @@ def _ranked_query(scores, gains, labels, sigma):
     return ranked, work, underflow
 
 
-@kernel
+@inner_kernel
 def _pair_discounts(s, n, discounts, inv_idcg, truncation_level, average_ties, out):
     """The discount terms of |ΔNDCG| for the documents of one query in rank order; returns the pair loops' last row.
 
@@ -309,7 +309,7 @@ def _tied_value_sums(counts, value_gain, lam_unit, w_unit, lam_sum, w_sum):
     return sum_lambdas
 
 
-@kernel
+@inner_kernel
 def _all_tied_pairs(n, label, gain, pair_discounts, sigma, sums):
     """Σλ and Σw (``sums``' first and second half, as :func:`_ndcg_pairs` lays them out) when all n documents of
     a query tie and ties are averaged (the first round); returns the sum of all 2λ.
@@ -338,7 +338,7 @@ def _all_tied_pairs(n, label, gain, pair_discounts, sigma, sums):
 _TAIL_ROWS = 16
 
 
-@kernel(error_model="numpy")
+@inner_kernel(error_model="numpy")
 def _tail_pairs(n, s, label, gain, e, pair_discounts, first, stop, sigma, normalize_pairs, sums):
     """Add the pairs (i, j > i) of the rows ``first:stop`` to ``sums``: the rows of a tie block that straddles the
     truncation level, below it. Returns their sum of 2λ.

@@ -1,5 +1,6 @@
 """Helpers shared by the test files: data builders, small fits, model comparison, row orders, a reference predict
-and the command-line runner, and a LocalCluster for the Dask tests.
+and the command-line runner, a LocalCluster for the Dask tests, and a jitted caller for the kernels that have no
+Python entry point.
 
 Test files import them by name (``from helpers import make_data``): ``pythonpath = ["tests"]`` in pyproject.toml
 puts this folder on sys.path. The fixtures built on them (``data``, ``model``, ``routing``) live in conftest.py.
@@ -14,7 +15,6 @@ from lambdamart import LambdaMARTRanker, cli
 
 # A few small trees, one thread, a fixed seed: the parameters of most fits whose only purpose is to get a model.
 FAST = dict(n_estimators=6, max_leaf_nodes=6, min_samples_leaf=3, learning_rate=0.3, n_jobs=1, random_state=0)
-
 
 
 def called_from_a_kernel(inner):

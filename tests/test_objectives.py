@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from helpers import called_from_a_kernel
 
-from lambdamart import LambdaMARTRanker
+from lambdamart import LambdaMARTRanker, _sort
 from lambdamart._objectives import OBJECTIVES, TrainingQueries, lambdarank, make_objective
 from lambdamart._objectives.lambdarank import (
     _general_pairs,
@@ -29,14 +29,12 @@ from lambdamart._objectives.listwise import listmle_gradients, listnet_gradients
 from lambdamart._objectives.pairwise import ranknet_gradients
 from lambdamart._objectives.pointwise import pointwise_gradients
 from lambdamart._parallel import parallel_region
-from lambdamart._sort import descending_order as _descending_order
 from lambdamart.metrics import mean_average_precision, ndcg
 
 # Kernels that only other kernels call in the package (no Python entry point), called here through a jitted caller.
-_all_tied_pairs, _ndcg_pairs, _pair_discounts, _tail_pairs = map(
+_all_tied_pairs, _ndcg_pairs, _pair_discounts, _tail_pairs, descending_order = map(
     called_from_a_kernel, (lambdarank._all_tied_pairs, lambdarank._ndcg_pairs, lambdarank._pair_discounts,
-                           lambdarank._tail_pairs))
-descending_order = called_from_a_kernel(_descending_order)
+                           lambdarank._tail_pairs, _sort.descending_order))
 
 TABLE = np.array([0.0, 1.0, 3.0, 7.5, 20.0])  # an arbitrary gain table for labels 0..4
 

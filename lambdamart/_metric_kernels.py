@@ -100,12 +100,12 @@ def _dcg(gain, score, k, average):
     return total
 
 
-@kernel
+@inner_kernel
 def dcg_query(gain, aux, score, k, average):
     return _dcg(gain, score, k, average)
 
 
-@kernel
+@inner_kernel
 def ndcg_query(gain, aux, score, k, average):
     ideal = gain[descending_order(gain)]  # not np.sort: one sort kernel compiled for all metrics, not two
     idcg = 0.0
@@ -133,12 +133,12 @@ def _relevant_in_top(rel, score, k, average):
     return total
 
 
-@kernel
+@inner_kernel
 def precision_query(rel, aux, score, k, average):
     return _relevant_in_top(rel, score, k, average) / min(k, score.shape[0])
 
 
-@kernel
+@inner_kernel
 def recall_query(rel, aux, score, k, average):
     n_rel = rel.sum()
     if n_rel == 0.0:
@@ -146,13 +146,13 @@ def recall_query(rel, aux, score, k, average):
     return _relevant_in_top(rel, score, k, average) / n_rel
 
 
-@kernel
+@inner_kernel
 def hits_in_top_query(rel, aux, score, k, average):
     """Expected number of relevant documents in the top k (the F-measure's numerator, before normalising)."""
     return _relevant_in_top(rel, score, k, average)
 
 
-@kernel
+@inner_kernel
 def r_precision_query(rel, aux, score, k, average):
     # Precision at R, the query's number of relevant documents (k plays no part).
     n_rel = rel.sum()
@@ -161,7 +161,7 @@ def r_precision_query(rel, aux, score, k, average):
     return _relevant_in_top(rel, score, np.int64(n_rel), average) / n_rel
 
 
-@kernel
+@inner_kernel
 def ap_query(rel, aux, score, k, average):
     # E[rel_r * hits_up_to_r] at the j-th slot (0-based) of a tie group holding c relevant of m, with `before`
     # relevant ranked above the group: P(slot relevant) * (before + 1) + j * P(two given slots both relevant).
@@ -194,7 +194,7 @@ def _first_relevant_group(rel, order, bounds):
     return -1, 0.0
 
 
-@kernel
+@inner_kernel
 def rr_query(rel, aux, score, k, average):
     # The first relevant document lies in the first group holding one; within it, the first relevant slot j
     # follows the distribution of the first success when drawing without replacement.
@@ -213,7 +213,7 @@ def rr_query(rel, aux, score, k, average):
     return total
 
 
-@kernel
+@inner_kernel
 def hits_query(rel, aux, score, k, average):
     # Hypergeometric: P(no relevant document in the group's slots that fall inside the top k).
     order, bounds = tie_groups(score, average)
@@ -346,7 +346,7 @@ def _err_tie_group(p, a, slots):
     return total
 
 
-@kernel
+@inner_kernel
 def err_query(stop, aux, score, k, average):
     order, bounds = tie_groups(score, average)
     top = min(k, score.shape[0])
@@ -442,12 +442,12 @@ def _kendall(label, gain, score, average, weighted):
     return num / den
 
 
-@kernel
+@inner_kernel
 def kendall_query(label, gain, score, k, average):
     return _kendall(label, gain, score, average, False)
 
 
-@kernel
+@inner_kernel
 def kendall_gain_query(label, gain, score, k, average):
     return _kendall(label, gain, score, average, True)
 

@@ -7,9 +7,19 @@ is used as a function value, and a kernel that only other kernels call is never 
 call is compiled straight into its caller: such a kernel is an :func:`inner_kernel`, built without either
 wrapper. With an empty cache, ``lambdamart demo`` compiled for 19.2 s instead of 22.2 s and a first tiny fit took
 13.6 s instead of 14.7 (``benchmarks/cold_start.py``, two runs each way, interleaved; docs/design.md, Compilation).
+
+:func:`compile_ahead` compiles a kernel in a helper process while this one compiles others, for a first run with an
+empty cache.
 """
 
-from numba import njit
+import importlib
+import os
+import pickle
+import subprocess
+import sys
+import threading
+
+from numba import njit, typeof
 from numba.core import config
 from numba.core.registry import CPUDispatcher
 
@@ -46,3 +56,98 @@ def inner_kernel(function=None, **options):
         dispatcher.enable_caching()
         return dispatcher
     return decorate if function is None else decorate(function)
+
+
+# ------------------------------------------------------------------------------- compiling in a second process
+# With an empty cache a first fit spends most of its time compiling, on one core: numba compiles under a global
+# lock, one function at a time. The kernels that grow the trees share none with the objectives' (neither layer
+# imports the other), so a second Python process compiles them into the same disk cache while this one compiles the
+# objective's; this one then waits for it and loads them from the cache. A first tiny fit took 8.6 s instead of 12.9,
+# the demo's compilation 13.9 s instead of 21.1 (docs/design.md, Compilation). Two processes never compile one
+# function at once: numba's cache is safe for that only when they compile the same signature.
+
+# Set to "0" to compile everything in the fitting process.
+COMPILE_AHEAD_VARIABLE = "LAMBDAMART_COMPILE_AHEAD"
+# Seconds to wait for a helper before stopping it and compiling here: far more than a compilation takes.
+_HELPER_TIMEOUT = 300.0
+# Run by the helper: the parent's import path first, so that it compiles the same source files (the cache is keyed
+# by them), then the kernel for the argument types it was sent. Those are pickled apart: unpickling them imports
+# lambdamart, which the helper can do only once it has the path.
+# A Ctrl-C in the terminal reaches the helper too: it carries on, as the fit does (its round ends first).
+_HELPER_CODE = ("import pickle, signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+                "job = pickle.load(sys.stdin.buffer); sys.path[:0] = job['path']; "
+                "from lambdamart._jit import _compile_job; _compile_job(job['kernel'])")
+# Helpers still running, by (kernel, argument types): fits on several threads share one.
+_HELPERS = {}
+_HELPERS_LOCK = threading.Lock()
+
+
+def _is_cached(dispatcher, signature):
+    """Whether numba's disk cache holds ``dispatcher``'s compilation for the argument types ``signature``; None when
+    that cannot be told (no disk cache, or a numba whose cache is organised otherwise)."""
+    try:
+        cache = dispatcher._cache
+        return cache._index_key(signature, dispatcher.targetctx.codegen()) in cache._cache_file._load_index()
+    except Exception:  # numba's cache internals are not a public API: without them, no helper
+        return None
+
+
+def _can_start_helpers():
+    # sys.executable is not a Python interpreter in a frozen application or an embedding one (uWSGI, say).
+    interpreter = os.path.basename(sys.executable or "").lower()
+    return (os.environ.get(COMPILE_AHEAD_VARIABLE, "1") != "0" and not config.DISABLE_JIT
+            and not getattr(sys, "frozen", False) and interpreter.startswith("python"))
+
+
+def compile_ahead(dispatcher, args):
+    """Start compiling the kernel ``dispatcher`` for the types of ``args`` in a helper process, unless it is compiled
+    or in numba's disk cache already; returns the helper (for :func:`wait_for_helper`) or None.
+
+    The helper writes into the disk cache, from where a call of the kernel after :func:`wait_for_helper` loads the
+    compilation. The caller must not compile any kernel the helper compiles until then. Nothing starts when the JIT
+    is disabled, in a frozen application, or when the environment variable ``LAMBDAMART_COMPILE_AHEAD`` is ``0``.
+    """
+    if not _can_start_helpers():
+        return None
+    signature = tuple(typeof(arg) for arg in args)
+    if signature in dispatcher.overloads:
+        return None
+    key = (dispatcher, signature)
+    with _HELPERS_LOCK:
+        helper = _HELPERS.get(key)
+        if helper is not None and helper.poll() is None:
+            return helper
+        if _is_cached(dispatcher, signature) is not False:
+            return None
+        try:
+            job = {"path": [p for p in sys.path if p],
+                   "kernel": pickle.dumps((dispatcher.py_func.__module__, dispatcher.py_func.__name__, signature))}
+            helper = subprocess.Popen([sys.executable, "-c", _HELPER_CODE], stdin=subprocess.PIPE,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            with helper.stdin:
+                pickle.dump(job, helper.stdin)
+        except (OSError, pickle.PicklingError):  # no process to start, or types that do not travel: compile here
+            return None
+        _HELPERS[key] = helper
+    return helper
+
+
+def wait_for_helper(helper):
+    """Wait until the helper of :func:`compile_ahead` (or None) has finished; stop it if it takes unreasonably long.
+
+    Waiting costs less than compiling here: the helper started on the same work earlier. If it failed, the kernel is
+    compiled in this process on its first call, as without a helper.
+    """
+    if helper is None:
+        return
+    try:
+        helper.wait(_HELPER_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        helper.kill()
+        helper.wait()
+
+
+def _compile_job(kernel_job):
+    """The helper's work: compile the kernel ``kernel_job`` names for its argument types (into the disk cache)."""
+    module, name, signature = pickle.loads(kernel_job)
+    getattr(importlib.import_module(module), name).compile(signature)

@@ -43,6 +43,7 @@ from ._engine.predict import (
 from ._engine.tree import concatenate_trees, make_tree, split_trees
 from ._files import write_atomically
 from ._gains import label_gains
+from ._jit import compile_ahead, wait_for_helper
 from ._metric_kernels import NDCG, per_query
 from ._objectives import OBJECTIVES, TrainingQueries, make_objective
 from ._parallel import (
@@ -637,6 +638,10 @@ class LambdaMARTRanker(BaseEstimator):
         params = self._growth_params()
         workspace = make_workspace(n_rows, layout.total_bins, self.max_leaf_nodes, n_features)
         parallel_work, partition_rows = node_parallel_work(), node_partition_rows(n_rows)
+        # With an empty cache, the growth kernels compile in a helper process while this one compiles the
+        # objective's in the first round.
+        growth_helper = compile_ahead(grow_tree, (codes, n_bins, layout, all_features, grad, hess, all_rows, params,
+                                                  workspace, parallel_work, partition_rows))
 
         valid_rows = [np.arange(v.scores.shape[0], dtype=np.int64) for v in valid]
         for tree in trees:  # the scores the earlier rounds left, rebuilt with the same additions in order
@@ -656,6 +661,8 @@ class LambdaMARTRanker(BaseEstimator):
                 with _timed(profile, "gradients"):
                     objective.gradients(scores, tree_queries, grad, hess)
                 with _timed(profile, "tree_growth"):
+                    wait_for_helper(growth_helper)
+                    growth_helper = None
                     tree = grow_tree(codes, n_bins, layout, features, grad, hess, rows, params, workspace,
                                      parallel_work, partition_rows)
                 with _timed(profile, "score_update"):

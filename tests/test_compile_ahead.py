@@ -1,0 +1,87 @@
+"""Compiling kernels in a helper process (``lambdamart._jit.compile_ahead``), with an empty numba cache.
+
+Each test runs in a fresh interpreter whose ``NUMBA_CACHE_DIR`` is an empty directory, as a first run meets it.
+"""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from lambdamart._jit import COMPILE_AHEAD_VARIABLE
+
+pytestmark = pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT") == "1", reason="no compilation without the JIT")
+
+
+def _run_fresh(code, tmp_path):
+    """Run ``code`` in a fresh interpreter with an empty kernel cache; return its stdout."""
+    cache = tmp_path / "numba_cache"
+    cache.mkdir()
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache), PYTHONPATH=str(tmp_path))
+    env.pop(COMPILE_AHEAD_VARIABLE, None)
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env,
+                          cwd=tmp_path, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_a_helper_compiles_a_kernel_into_the_cache_this_process_loads(tmp_path):
+    (tmp_path / "ahead_kernels.py").write_text(textwrap.dedent("""
+        from lambdamart._jit import kernel
+
+        @kernel
+        def twice(x):
+            return 2 * x
+    """))
+    out = _run_fresh("""
+        import os
+        import numpy as np
+        from lambdamart import _jit
+        from ahead_kernels import twice
+
+        def compiled_here(arg):
+            return sum(n for sig, n in twice.stats.cache_misses.items() if sig == (_jit.typeof(arg),))
+
+        def loaded(arg):
+            return sum(n for sig, n in twice.stats.cache_hits.items() if sig == (_jit.typeof(arg),))
+
+        x = np.ones(3)
+        helper = _jit.compile_ahead(twice, (x,))
+        assert helper is not None
+        assert _jit.compile_ahead(twice, (x,)) is helper  # one helper per kernel and types while it runs
+        _jit.wait_for_helper(helper)
+        assert helper.returncode == 0
+        assert twice(x).tolist() == [2.0, 2.0, 2.0]
+        assert loaded(x) == 1 and compiled_here(x) == 0
+        assert _jit.compile_ahead(twice, (x,)) is None  # compiled now: nothing to do
+
+        # A helper that fails changes nothing: the kernel compiles here on its first call.
+        _jit._HELPER_CODE = "import sys; sys.exit(3)"
+        n = np.arange(3)
+        helper = _jit.compile_ahead(twice, (n,))
+        _jit.wait_for_helper(helper)
+        assert helper.returncode == 3
+        assert twice(n).tolist() == [0, 2, 4]
+        assert compiled_here(n) == 1
+
+        # Switched off by the environment variable.
+        os.environ[_jit.COMPILE_AHEAD_VARIABLE] = "0"
+        assert _jit.compile_ahead(twice, (np.ones(3, dtype=np.float32),)) is None
+        print("ok")
+    """, tmp_path)
+    assert out.strip() == "ok"
+
+
+def test_a_first_fit_loads_the_growth_kernels_its_helper_compiled(tmp_path):
+    out = _run_fresh("""
+        from lambdamart import LambdaMARTRanker
+        from lambdamart._engine.grower import grow_tree
+        from lambdamart.datasets import make_ranking_data
+
+        X, y, qid = make_ranking_data(5, random_state=0)
+        LambdaMARTRanker(n_estimators=2).fit(X, y, qid)
+        print(sum(grow_tree.stats.cache_hits.values()), sum(grow_tree.stats.cache_misses.values()))
+    """, tmp_path)
+    assert out.split() == ["1", "0"]

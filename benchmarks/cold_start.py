@@ -8,8 +8,11 @@ way such a user meets it, each case in a fresh Python process whose ``NUMBA_CACH
   first ``predict``;
 - ``demo``: ``python -m lambdamart demo`` (the README's first command after installation), run cold and then again
   with the cache it filled; the difference is its compilation;
+- both also with ``LAMBDAMART_COMPILE_AHEAD=0``: everything compiled in the one process, without the helper process
+  that compiles the tree-growth kernels alongside the fit (``lambdamart._jit.compile_ahead``);
 - per kernel: the compilation time numba's event recorder attributes to each kernel in the tiny fit and predict
-  (its own time, callees excluded; numba's library functions counted with the kernel that needed them).
+  without the helper (its own time, callees excluded; numba's library functions counted with the kernel that needed
+  them).
 
 Usage::
 
@@ -70,46 +73,57 @@ json.dump({"import": imported - started, "fit": fitted - fit_start, "predict": p
 """
 
 
-def _fresh_cache_env(cache_dir):
-    return dict(os.environ, NUMBA_CACHE_DIR=str(cache_dir), PYTHONDONTWRITEBYTECODE="1")
+def _fresh_cache_env(cache_dir, helper):
+    return dict(os.environ, NUMBA_CACHE_DIR=str(cache_dir), PYTHONDONTWRITEBYTECODE="1",
+                LAMBDAMART_COMPILE_AHEAD="1" if helper else "0")
 
 
-def tiny_fit():
-    """Import, first fit and first predict times, and compile time per kernel, with an empty cache."""
+def tiny_fit(helper=True):
+    """Import, first fit and first predict times, and compile time per kernel of this process, with an empty cache;
+    ``helper=False`` compiles everything in the one process."""
     with tempfile.TemporaryDirectory() as cache:
         done = subprocess.run([sys.executable, "-c", _TINY_FIT], capture_output=True, text=True,
-                              env=_fresh_cache_env(cache), check=True)
+                              env=_fresh_cache_env(cache, helper), check=True)
     return json.loads(done.stdout)
 
 
-def demo():
+def demo(helper=True):
     """Wall time of ``lambdamart demo`` with an empty cache, then again with the cache it filled."""
     times = []
     with tempfile.TemporaryDirectory() as cache:
         for _ in range(2):
             start = time.perf_counter()
             subprocess.run([sys.executable, "-m", "lambdamart", "demo"], capture_output=True, text=True,
-                           env=_fresh_cache_env(cache), check=True)
+                           env=_fresh_cache_env(cache, helper), check=True)
             times.append(time.perf_counter() - start)
     return {"cold": times[0], "warm": times[1]}
 
 
 def render(meta, tiny, demo_times, top=25):
-    """The markdown report."""
+    """The markdown report; ``tiny`` and ``demo_times`` map True / False (with the helper process or without) to
+    the measurements."""
     lines = _header("# First run: numba compilation with an empty cache", meta)
-    lines += ["", "Each case in a fresh process whose `NUMBA_CACHE_DIR` is an empty directory (wall seconds).", "",
-              "| case | seconds |", "|---|---|",
-              f"| import lambdamart | {tiny['import']:.1f} |",
-              f"| first fit, 3 rounds on 20 queries (compiles the fit's kernels) | {tiny['fit']:.1f} |",
-              f"| first predict after it | {tiny['predict']:.1f} |"]
+    lines += ["", "Each case in a fresh process whose `NUMBA_CACHE_DIR` is an empty directory (wall seconds); by "
+              "default a helper process compiles the tree-growth kernels while the fit compiles the others, "
+              "`LAMBDAMART_COMPILE_AHEAD=0` compiles everything in the fitting process.", "",
+              "| case | default | `LAMBDAMART_COMPILE_AHEAD=0` |", "|---|---|---|"]
+
+    def row(label, value):
+        return f"| {label} | {value(True):.1f} | {value(False):.1f} |"
+
+    lines += [row("import lambdamart", lambda h: tiny[h]["import"]),
+              row("first fit, 3 rounds on 20 queries (compiles the fit's kernels)", lambda h: tiny[h]["fit"]),
+              row("first predict after it", lambda h: tiny[h]["predict"])]
     if demo_times is not None:
-        lines += [f"| `lambdamart demo`, empty cache | {demo_times['cold']:.1f} |",
-                  f"| `lambdamart demo`, cache filled by the run above | {demo_times['warm']:.1f} |",
-                  f"| the demo's compilation (difference) | {demo_times['cold'] - demo_times['warm']:.1f} |"]
-    kernels = tiny["kernels"]
-    lines += ["", f"Compilation per kernel in the tiny fit and predict (own time; numba's library code counted with "
-              f"the kernel that needed it), the {min(top, len(kernels))} largest of {len(kernels)}, "
-              f"{sum(t for _, t in kernels):.1f} s in all:", "", "| kernel | seconds |", "|---|---|"]
+        lines += [row("`lambdamart demo`, empty cache", lambda h: demo_times[h]["cold"]),
+                  row("`lambdamart demo`, cache filled by the run above", lambda h: demo_times[h]["warm"]),
+                  row("the demo's compilation (difference)",
+                      lambda h: demo_times[h]["cold"] - demo_times[h]["warm"])]
+    kernels = tiny[False]["kernels"]
+    lines += ["", f"Compilation per kernel in the tiny fit and predict, all in one process "
+              f"(`LAMBDAMART_COMPILE_AHEAD=0`; own time; numba's library code counted with the kernel that needed "
+              f"it), the {min(top, len(kernels))} largest of {len(kernels)}, {sum(t for _, t in kernels):.1f} s in "
+              f"all:", "", "| kernel | seconds |", "|---|---|"]
     lines += [f"| `{name.removeprefix('lambdamart.')}` | {seconds:.2f} |" for name, seconds in kernels[:top]]
     return "\n".join(lines) + "\n"
 
@@ -124,8 +138,9 @@ def main(argv=None):
         command += f" --output {display_path(args.output)}"
     meta = dict(date=datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"), command=command,
                 machine=machine_info(), versions=versions(), revision=git_revision(), load_before=load_average())
-    tiny = tiny_fit()
-    demo_times = None if args.skip_demo else demo()
+    # Each case with and without the helper one right after the other: the machine's speed drifts (docs/design.md).
+    tiny = {helper: tiny_fit(helper) for helper in (True, False)}
+    demo_times = None if args.skip_demo else {helper: demo(helper) for helper in (True, False)}
     meta["load_after"] = load_average()
     report = render(meta, tiny, demo_times)
     args.output.write_text(report)

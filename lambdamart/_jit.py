@@ -122,8 +122,10 @@ def compile_ahead(dispatcher, args):
         try:
             job = {"path": [p for p in sys.path if p],
                    "kernel": pickle.dumps((dispatcher.py_func.__module__, dispatcher.py_func.__name__, signature))}
+            # The cache directory as this process uses it, also when set in numba.config rather than the environment.
+            env = dict(os.environ, NUMBA_CACHE_DIR=config.CACHE_DIR) if config.CACHE_DIR else None
             helper = subprocess.Popen([sys.executable, "-c", _HELPER_CODE], stdin=subprocess.PIPE,
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
             with helper.stdin:
                 pickle.dump(job, helper.stdin)
         except (OSError, pickle.PicklingError):  # no process to start, or types that do not travel: compile here

@@ -62,9 +62,10 @@ def inner_kernel(function=None, **options):
 # With an empty cache a first fit spends most of its time compiling, on one core: numba compiles under a global
 # lock, one function at a time. The kernels that grow the trees share none with the objectives' (neither layer
 # imports the other), so a second Python process compiles them into the same disk cache while this one compiles the
-# objective's; this one then waits for it and loads them from the cache. A first tiny fit took 8.6 s instead of 12.9,
-# the demo's compilation 13.9 s instead of 21.1 (docs/design.md, Compilation). Two processes never compile one
-# function at once: numba's cache is safe for that only when they compile the same signature.
+# objective's; this one then waits for it and loads them from the cache. A first tiny fit took 9.8 s instead of 15.0,
+# the demo's compilation 14.5 s instead of 23.0 (benchmarks/COLD_START.md; docs/design.md, Compilation). Two
+# processes never compile one function at once: numba's cache is safe for that only when they compile the same
+# signature.
 
 # Set to "0" to compile everything in the fitting process.
 COMPILE_AHEAD_VARIABLE = "LAMBDAMART_COMPILE_AHEAD"
@@ -120,15 +121,18 @@ def compile_ahead(dispatcher, args):
         if _is_cached(dispatcher, signature) is not False:
             return None
         try:
-            job = {"path": [p for p in sys.path if p],
-                   "kernel": pickle.dumps((dispatcher.py_func.__module__, dispatcher.py_func.__name__, signature))}
+            kernel_job = pickle.dumps((dispatcher.py_func.__module__, dispatcher.py_func.__name__, signature))
+        except Exception:  # types that do not travel: compile here
+            return None
+        try:
+            job = {"path": [p for p in sys.path if p], "kernel": kernel_job}
             # The cache directory as this process uses it, also when set in numba.config rather than the environment.
             env = dict(os.environ, NUMBA_CACHE_DIR=config.CACHE_DIR) if config.CACHE_DIR else None
             helper = subprocess.Popen([sys.executable, "-c", _HELPER_CODE], stdin=subprocess.PIPE,
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
             with helper.stdin:
                 pickle.dump(job, helper.stdin)
-        except (OSError, pickle.PicklingError):  # no process to start, or types that do not travel: compile here
+        except OSError:  # no process to start: compile here
             return None
         _HELPERS[key] = helper
     return helper

@@ -543,6 +543,8 @@ def _await_on(client, futures, workers):
             _raise_if_lost(client, workers, "placing the rows on the workers", error, wait=True)
             raise WorkerLostError(f"placing the rows on the workers was cancelled by the scheduler ({error!r}), "
                                   f"after a change of the cluster's workers.") from error
+        except (ValueError, TypeError):
+            raise  # the rows' own error, from the checks of the routing task: no lost worker to wait for
         except Exception as error:
             _raise_if_lost(client, workers, "placing the rows on the workers", error, wait=True)
             raise

@@ -15,6 +15,7 @@ pd = pytest.importorskip("pandas")
 
 from helpers import local_cluster  # noqa: E402
 
+import lambdamart.dask  # noqa: E402
 from lambdamart import LambdaMARTRanker  # noqa: E402
 from lambdamart.dask import DaskLambdaMARTRanker  # noqa: E402
 from lambdamart.dask import _workers as cluster_workers  # noqa: E402
@@ -149,7 +150,12 @@ def test_predict_is_lazy_for_dask_and_numpy_for_numpy(client, data):
     assert profile["regroup"] + profile["binning"] + profile["boosting"] <= profile["total"]
 
 
-def test_bad_input_fails_before_training(client, data):
+def test_bad_input_fails_before_training(client, data, monkeypatch):
+    # At once: an input error is not a lost worker, so the fit does not wait for the scheduler to report one.
+    def without_waiting(client, workers, stage, error=None, wait=False):
+        assert not wait, f"the fit waited for a lost worker after {error!r}"
+
+    monkeypatch.setattr(lambdamart.dask, "_raise_if_lost", without_waiting)
     X, y, qid = data
     Xd, yd, qd = _dask(X, y, qid)
     with pytest.raises(ValueError, match="do not line up"):

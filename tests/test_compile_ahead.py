@@ -19,7 +19,8 @@ def _run_fresh(code, tmp_path):
     """Run ``code`` in a fresh interpreter with an empty kernel cache; return its stdout."""
     cache = tmp_path / "numba_cache"
     cache.mkdir()
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache), PYTHONPATH=str(tmp_path))
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache),
+               PYTHONPATH=os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")])))
     env.pop(COMPILE_AHEAD_VARIABLE, None)
     done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env,
                           cwd=tmp_path, timeout=600)
@@ -37,15 +38,16 @@ def test_a_helper_compiles_a_kernel_into_the_cache_this_process_loads(tmp_path):
     """))
     out = _run_fresh("""
         import os
+        import numba
         import numpy as np
         from lambdamart import _jit
         from ahead_kernels import twice
 
         def compiled_here(arg):
-            return sum(n for sig, n in twice.stats.cache_misses.items() if sig == (_jit.typeof(arg),))
+            return sum(n for sig, n in twice.stats.cache_misses.items() if sig == (numba.typeof(arg),))
 
         def loaded(arg):
-            return sum(n for sig, n in twice.stats.cache_hits.items() if sig == (_jit.typeof(arg),))
+            return sum(n for sig, n in twice.stats.cache_hits.items() if sig == (numba.typeof(arg),))
 
         x = np.ones(3)
         helper = _jit.compile_ahead(twice, (x,))

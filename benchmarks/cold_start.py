@@ -138,7 +138,7 @@ def main(argv=None):
         command += f" --output {display_path(args.output)}"
     meta = dict(date=datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"), command=command,
                 machine=machine_info(), versions=versions(), revision=git_revision(), load_before=load_average())
-    # Each case with and without the helper one right after the other: the machine's speed drifts (docs/design.md).
+    # Each case with and without the helper one right after the other: the machine's speed drifts over minutes.
     tiny = {helper: tiny_fit(helper) for helper in (True, False)}
     demo_times = None if args.skip_demo else {helper: demo(helper) for helper in (True, False)}
     meta["load_after"] = load_average()

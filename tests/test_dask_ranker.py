@@ -15,7 +15,6 @@ pd = pytest.importorskip("pandas")
 
 from helpers import local_cluster  # noqa: E402
 
-import lambdamart.dask  # noqa: E402
 from lambdamart import LambdaMARTRanker  # noqa: E402
 from lambdamart.dask import DaskLambdaMARTRanker  # noqa: E402
 from lambdamart.dask import _workers as cluster_workers  # noqa: E402
@@ -155,7 +154,7 @@ def test_bad_input_fails_before_training(client, data, monkeypatch):
     def without_waiting(client, workers, stage, error=None, wait=False):
         assert not wait, f"the fit waited for a lost worker after {error!r}"
 
-    monkeypatch.setattr(lambdamart.dask, "_raise_if_lost", without_waiting)
+    monkeypatch.setattr("lambdamart.dask._raise_if_lost", without_waiting)
     X, y, qid = data
     Xd, yd, qd = _dask(X, y, qid)
     with pytest.raises(ValueError, match="do not line up"):

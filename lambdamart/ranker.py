@@ -626,7 +626,7 @@ class LambdaMARTRanker(BaseEstimator):
         n_queries = queries.n_queries
         with _timed(profile, "binning"):
             # One histogram block per thread of the fit (see lambdamart._engine.histogram).
-            layout = make_layout(codes, n_bins, numba.get_num_threads())
+            layout = make_layout(codes, n_bins, numba.get_num_threads(), split_over_threads)
 
         grad = np.zeros(n_rows)
         hess = np.zeros(n_rows)

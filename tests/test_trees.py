@@ -1028,6 +1028,26 @@ def test_binning_on_threads_equals_one_thread(monkeypatch):
         np.testing.assert_array_equal(codes, c1)
 
 
+def test_layout_on_threads_equals_one_thread(monkeypatch):
+    """The row-major groups and the sparse lists, copied and filled over row ranges on Python threads (and in
+    steps of a few rows), are the same arrays as in one call."""
+    import lambdamart._engine.binning as binning
+    import lambdamart._engine.histogram as histogram
+
+    _, (_, _, codes, n_bins) = _histogram_data(8, n=3000)
+    for n_blocks in (1, 2, 3):
+        serial = make_layout(codes, n_bins, n_blocks)
+        with monkeypatch.context() as patch:
+            patch.setattr(binning, "_THREADED_VALUES", 0)
+            patch.setattr(histogram, "_COPY_ROWS", 7)
+            for n_threads in (1, 2, numba.config.NUMBA_NUM_THREADS):
+                with parallel_region(n_threads):
+                    threaded = make_layout(codes, n_bins, n_blocks, split_over_threads)
+                assert threaded.sparse_bin.size > 0 and threaded.group_codes.size > 0
+                for name, value in serial._asdict().items():
+                    np.testing.assert_array_equal(getattr(threaded, name), value, err_msg=name)
+
+
 def test_predict_does_not_depend_on_node_order():
     """The walk layout's depths do not rely on the nodes' order (checked models number a child after its parent,
     but predict is not the place that relies on it)."""

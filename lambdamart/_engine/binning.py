@@ -21,19 +21,20 @@ _THREADED_VALUES = 2_000_000
 _SORT_CHUNK = 16
 
 
-def _by_feature_ranges(work, n_features, n_values, split):
-    """Run ``work(f0, f1)`` over all features: through ``split`` from ``_THREADED_VALUES`` values, else in one call.
+def over_ranges(work, n_items, n_values, split):
+    """Run ``work(lo, hi)`` over the items ``0:n_items`` (features, rows): through ``split`` from
+    ``_THREADED_VALUES`` values, else in one call.
 
-    ``split(work, n_features)`` shares contiguous feature ranges among threads (``_parallel.split_over_threads``,
-    handed in by the caller: the engine imports nothing from the package). Each range's work is numpy's sort or a
-    ``nogil`` kernel, so the threads run in parallel, and per-feature work gives the same result for any ranges.
-    Python threads rather than numba's: binning runs once per fit, and a parallel kernel would cost a second or
-    more of compilation on first use.
+    ``split(work, n_items)`` shares contiguous ranges among threads (``_parallel.split_over_threads``, handed in by
+    the caller: the engine imports nothing from the package). Each range's work is numpy's or a ``nogil`` kernel's,
+    so the threads run in parallel, and per-item work gives the same result for any ranges. Python threads rather
+    than numba's: binning and the histogram layout are made once per fit, and a parallel kernel would cost a second
+    or more of compilation on first use.
     """
     if split is None or n_values < _THREADED_VALUES:
-        work(0, n_features)
+        work(0, n_items)
     else:
-        split(work, n_features)
+        split(work, n_items)
 
 
 def find_thresholds(X, max_bins=MAX_BINS, rows=None, split=None):
@@ -75,7 +76,7 @@ def find_thresholds(X, max_bins=MAX_BINS, rows=None, split=None):
             _gather_features(X, sample, c0, values)
             values.sort(axis=1)
             _thresholds_per_feature(values, max_bins, c0, table, counts)
-    _by_feature_ranges(place, X.shape[1], sample.shape[0] * X.shape[1], split)
+    over_ranges(place, X.shape[1], sample.shape[0] * X.shape[1], split)
     threshold_offsets = np.zeros(X.shape[1] + 1, dtype=np.int64)
     np.cumsum(counts, out=threshold_offsets[1:])
     return table[np.arange(table.shape[1]) < counts[:, None]], threshold_offsets
@@ -158,7 +159,7 @@ def bin_features(X, rows, thresholds, threshold_offsets, split=None):
     counts = np.diff(threshold_offsets)
     padded[np.arange(MAX_BINS) < counts[:, None]] = thresholds
     codes = np.empty((n_features, rows.shape[0]), dtype=np.uint8)
-    _by_feature_ranges(lambda f0, f1: _bin_rows(X, rows, padded, counts, f0, f1, codes), n_features,
+    over_ranges(lambda f0, f1: _bin_rows(X, rows, padded, counts, f0, f1, codes), n_features,
                        rows.shape[0] * n_features, split)
     return codes
 

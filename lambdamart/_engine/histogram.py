@@ -29,6 +29,7 @@ from numba import types
 from numba.extending import intrinsic
 
 from .._jit import inner_kernel, kernel
+from .binning import over_ranges
 
 # Most-frequent-bin share from which a feature is stored sparse. On MSLR-like data (make_ranking_data, 131k rows)
 # a node's histogram cost 76, 78, 85 and 92 ns per row from shares 0.3, 0.5, 0.7 and with no sparse features at
@@ -64,6 +65,8 @@ _PREFETCH_DISTANCE = 16
 _MAX_BLOCK_BINS = 1 << 16
 # Rows sampled to find each feature's most frequent bin (any choice is correct; a good one saves work).
 _MODE_SAMPLE = 25_000
+# Rows per step of the copy into row-major groups: the step's column-major codes of a group stay in the L2 cache.
+_COPY_ROWS = 16_384
 
 
 class HistogramLayout(NamedTuple):
@@ -137,8 +140,10 @@ def new_histograms(n_histograms, total_bins):
     return raw[start:start + size].reshape(n_histograms, total_bins, 4)
 
 
-def make_layout(codes, n_bins, n_blocks):
+def make_layout(codes, n_bins, n_blocks, split=None):
     """The histogram layout of the bin codes ``codes`` (n_features, n_rows), cut into about ``n_blocks`` blocks.
+
+    ``split`` shares ranges of rows among threads for the copies, as in :func:`~.binning.find_thresholds`.
 
     Returns
     -------
@@ -174,11 +179,18 @@ def make_layout(codes, n_bins, n_blocks):
         block_groups.append(len(group_dense) - 1)
     group_dense = np.asarray(group_dense, dtype=np.int64)
     group_codes = np.empty(dense_features.shape[0] * n_rows, dtype=np.uint8)
-    for a, b in zip(group_dense[:-1], group_dense[1:]):
-        group_codes[a * n_rows:b * n_rows].reshape(n_rows, b - a)[...] = codes[dense_features[a:b]].T
+
+    def copy_groups(lo, hi):
+        for a, b in zip(group_dense[:-1], group_dense[1:]):
+            by_row = group_codes[a * n_rows:b * n_rows].reshape(n_rows, b - a)
+            for c0 in range(lo, hi, _COPY_ROWS):
+                c1 = min(c0 + _COPY_ROWS, hi)
+                by_row[c0:c1] = codes[dense_features[a:b], c0:c1].T
+    over_ranges(copy_groups, n_rows, codes.size, split)
     block_sparse = np.asarray([0] + [s1 for _, s1 in sparse_chunks], dtype=np.int64)
     sparse_base = bin_offsets[np.append(sparse_features, 0)[block_sparse[:-1]]]
-    sparse_ptr, sparse_bin = _sparse_rows(codes, bin_offsets, sparse_base, sparse_features, block_sparse, mode_bin)
+    sparse_ptr, sparse_bin = _sparse_rows(codes, bin_offsets, sparse_base, sparse_features, block_sparse, mode_bin,
+                                          split)
     return HistogramLayout(bin_offsets=bin_offsets,
                            block_ptr=np.cumsum([0] + [m.shape[0] for m in members]).astype(np.int64),
                            block_members=np.concatenate(members).astype(np.int64), dense_features=dense_features,
@@ -253,51 +265,48 @@ def _bin_counts(codes, width):
     return np.stack([np.bincount(column, minlength=width) for column in codes])
 
 
-def _sparse_rows(codes, bin_offsets, sparse_base, sparse_features, block_sparse, mode_bin):
-    """The blocks' per-row lists of sparse bins: ``sparse_ptr`` (n_blocks, n_rows + 1) and ``sparse_bin``.
+def _sparse_rows(codes, bin_offsets, sparse_base, sparse_features, block_sparse, mode_bin, split):
+    """The blocks' per-row lists of sparse bins: ``sparse_ptr`` (n_blocks, n_rows + 1) and ``sparse_bin``; ``split``
+    shares ranges of rows among threads.
 
     Both are allocated here by numpy, which asks the kernel for transparent huge pages on large arrays (numba's
     allocations do not): a node's rows read their lists from all over these arrays, and with 4 kB pages nearly
-    every row missed the TLB twice. Trees on 3M generated rows grew 7 % faster.
+    every row missed the TLB twice. Trees on 3M generated rows grew 5-7 % faster.
     """
-    ptr = np.zeros((sparse_base.shape[0], codes.shape[1] + 1), dtype=np.int64)
+    n_blocks, n_rows = sparse_base.shape[0], codes.shape[1]
+    ptr = np.zeros((n_blocks, n_rows + 1), dtype=np.int64)
+    sparse_bin = np.empty(0, dtype=np.uint16)
     args = (codes, bin_offsets, sparse_base, sparse_features, block_sparse, mode_bin, ptr)
-    sparse_bin = np.empty(_fill_sparse_rows(*args, np.empty(0, dtype=np.uint16), False), dtype=np.uint16)
-    _fill_sparse_rows(*args, sparse_bin, True)
+    n_values = n_rows * sparse_features.shape[0]
+    over_ranges(lambda lo, hi: _fill_sparse_rows(*args, sparse_bin, lo, hi, False), n_rows, n_values, split)
+    # Row r's count in block k, at ptr[k, r + 1], becomes the end of its list: the lists block after block.
+    np.cumsum(ptr[:, 1:], axis=1, out=ptr[:, 1:])
+    ptr += np.concatenate(([0], np.cumsum(ptr[:-1, -1])))[:, None]
+    sparse_bin = np.empty(ptr[-1, -1], dtype=np.uint16)
+    over_ranges(lambda lo, hi: _fill_sparse_rows(*args, sparse_bin, lo, hi, True), n_rows, n_values, split)
     return ptr, sparse_bin
 
 
-@kernel  # serial, as the binning kernels (see binning.py)
+@kernel(nogil=True)  # serial, as the binning kernels (see binning.py)
 def _fill_sparse_rows(codes, bin_offsets, sparse_base, sparse_features, block_sparse, mode_bin, ptr, sparse_bin,
-                      fill):
-    """Without ``fill``: count every row's entries per block into the zeroed ``ptr`` and turn the counts into the
-    lists' ends (prefix sums, block after block); returns the number of entries. With ``fill``: write the entries
-    into ``sparse_bin`` (one pass each, so the caller can allocate ``sparse_bin`` in between)."""
+                      row_lo, row_hi, fill):
+    """For the rows ``row_lo:row_hi``: without ``fill``, count every row's entries per block into ``ptr[k, r + 1]``;
+    with ``fill``, write the entries into ``sparse_bin`` at the lists ``ptr`` then points to. Two passes, so that
+    the caller can allocate ``sparse_bin`` between them."""
     n_blocks = sparse_base.shape[0]
-    n_rows = codes.shape[1]
     chunk = 1024
-    n_chunks = (n_rows + chunk - 1) // chunk
-    if not fill:
-        # ptr[k, r + 1] first counts row r's entries in block k; prefix sums then make it the end of the row's
-        # list, the lists laid out block after block.
-        for start in range(n_chunks):
-            for k in range(n_blocks):
+    row_bins = np.empty(sparse_features.shape[0] + 1, dtype=np.uint16)
+    for start in range(row_lo, row_hi, chunk):
+        stop = min(start + chunk, row_hi)
+        for k in range(n_blocks):
+            if not fill:
                 for s in range(block_sparse[k], block_sparse[k + 1]):
                     f = sparse_features[s]
-                    for i in range(start * chunk, min(start * chunk + chunk, n_rows)):
+                    for i in range(start, stop):
                         ptr[k, i + 1] += codes[f, i] != mode_bin[f]
-        total = 0
-        for k in range(n_blocks):
-            ptr[k, 0] = total
-            for i in range(n_rows):
-                ptr[k, i + 1] += ptr[k, i]
-            total = ptr[k, n_rows]
-        return total
-    row_bins = np.empty(sparse_features.shape[0] + 1, dtype=np.uint16)
-    for start in range(n_chunks):
-        for k in range(n_blocks):
+                continue
             base = sparse_base[k]
-            for i in range(start * chunk, min(start * chunk + chunk, n_rows)):
+            for i in range(start, stop):
                 # Every bin is written and only the kept ones advance: no branch to mispredict on each feature.
                 n = 0
                 for s in range(block_sparse[k], block_sparse[k + 1]):
@@ -308,7 +317,6 @@ def _fill_sparse_rows(codes, bin_offsets, sparse_base, sparse_features, block_sp
                 # A loop, not a slice assignment, whose shape check would compile numba's string formatting.
                 for j in range(n):
                     sparse_bin[ptr[k, i] + j] = row_bins[j]
-    return sparse_bin.shape[0]
 
 
 @intrinsic

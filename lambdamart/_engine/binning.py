@@ -167,21 +167,31 @@ def bin_features(X, rows, thresholds, threshold_offsets, split=None):
 @kernel(nogil=True)
 def _bin_rows(X, rows, padded, counts, f0, f1, codes):
     n_rows = rows.shape[0]
-    block = 256
-    # Blocks of rows, so each block of X is read from cache once for all its features.
-    for start in range((n_rows + block - 1) // block):
-        lo = start * block
+    # Blocks of rows, each first copied out feature by feature (every row read once, in order), so that each
+    # feature's searches then read consecutive values; a block of 64 rows' copy stays in the L1 cache. Against
+    # reading X[row, f] in the search loop: 7 instead of 10 ns a value (570k generated rows, one thread).
+    block = 64
+    values = np.empty((f1 - f0, block), dtype=X.dtype)
+    for lo in range(0, n_rows, block):
         hi = min(lo + block, n_rows)
+        for i in range(lo, hi):
+            r = rows[i]
+            for f in range(f0, f1):
+                values[f - f0, i - lo] = X[r, f]
         for f in range(f0, f1):
             edges = padded[f]
             missing = counts[f] + 1
-            # Up to 15 thresholds (flags, counts, most sparse features) take four halving steps instead of eight,
-            # each in a loop of its own with a fixed count (a count chosen per feature, not unrolled, was slower).
-            few = counts[f] <= 15  # what four steps from 8 reach (8 + 4 + 2 + 1)
-            for i in range(lo, hi):
-                x = X[rows[i], f]
-                pos = _count_below(edges, x, 8) if few else _count_below(edges, x, 128)
-                codes[f, i] = missing if np.isnan(x) else pos
+            column = values[f - f0]
+            # Up to 15 thresholds (flags, counts, most sparse features) take four halving steps instead of eight.
+            # Two loops, not a choice in one: LLVM made that choice a select, running both searches for every value.
+            if counts[f] <= 15:  # what four steps from 8 reach (8 + 4 + 2 + 1)
+                for i in range(hi - lo):
+                    x = np.float64(column[i])
+                    codes[f, lo + i] = missing if np.isnan(x) else _count_below(edges, x, 8)
+            else:
+                for i in range(hi - lo):
+                    x = np.float64(column[i])
+                    codes[f, lo + i] = missing if np.isnan(x) else _count_below(edges, x, 128)
 
 
 @inner_kernel(inline="always")

@@ -95,6 +95,12 @@ def group_queries(qid, n_samples):
         except TypeError:
             raise ValueError("qid mixes types that cannot be compared (e.g. integers and strings); use one type, "
                              "e.g. qid.astype(str).") from None
+    elif n_samples > 0 and qid.dtype.kind in "biuf" and (qid[1:] >= qid[:-1]).all():
+        # Ids already sorted (one block per query, as LETOR files and most pipelines give them): the blocks'
+        # boundaries are the groups, without np.unique's sort (0.3 s at 3M rows).
+        starts = np.flatnonzero(qid[1:] != qid[:-1]) + 1
+        offsets = np.concatenate(([0], starts, [n_samples])).astype(np.int64)
+        return QueryGroups(None, offsets, qid[offsets[:-1]])
     else:
         ids, inverse = np.unique(qid, return_inverse=True)
     inverse = inverse.reshape(-1)

@@ -43,6 +43,19 @@ def test_sorted_input_needs_no_permutation():
     assert list(g.sizes) == [2, 3]
 
 
+@pytest.mark.parametrize("qid", [np.array([1, 1, 2, 2, 2, 9]), np.array([-2.5, -2.5, 0.0, 0.5, 0.5]),
+                                 np.array([3, 3, 200], dtype=np.uint8), np.array([False, True, True]),
+                                 np.array([4]), np.repeat(np.arange(50), 7)])
+def test_sorted_ids_group_as_unique_does(qid):
+    """Sorted numeric ids take a shortcut (block boundaries, no sort): the same groups as np.unique's."""
+    ids, inverse = np.unique(qid, return_inverse=True)
+    g = group_queries(qid, qid.shape[0])
+    assert g.order is None
+    np.testing.assert_array_equal(g.ids, ids)
+    assert g.ids.dtype == ids.dtype
+    np.testing.assert_array_equal(g.offsets, np.concatenate(([0], np.cumsum(np.bincount(inverse)))))
+
+
 def test_no_qid_is_one_query():
     g = group_queries(None, 4)
     assert g.n_queries == 1 and list(g.offsets) == [0, 4]

@@ -162,7 +162,7 @@ def bin_features(X, rows, thresholds, threshold_offsets, split=None):
     padded[np.arange(MAX_BINS) < counts[:, None]] = thresholds
     codes = np.empty((n_features, rows.shape[0]), dtype=np.uint8)
     over_ranges(lambda f0, f1: _bin_rows(X, rows, padded, counts, f0, f1, codes), n_features,
-                       rows.shape[0] * n_features, split)
+                rows.shape[0] * n_features, split)
     return codes
 
 

@@ -269,16 +269,16 @@ def _sparse_rows(codes, bin_offsets, sparse_base, sparse_features, block_sparse,
     """The blocks' per-row lists of sparse bins: ``sparse_ptr`` (n_blocks, n_rows + 1) and ``sparse_bin``; ``split``
     shares ranges of rows among threads.
 
-    Both are allocated here by numpy, which asks the kernel for transparent huge pages on large arrays (numba's
+    Both are allocated here by numpy, which asks Linux for transparent huge pages on large arrays (numba's
     allocations do not): a node's rows read their lists from all over these arrays, and with 4 kB pages nearly
     every row missed the TLB twice. Trees on 3M generated rows grew 5-7 % faster.
     """
     n_blocks, n_rows = sparse_base.shape[0], codes.shape[1]
     ptr = np.zeros((n_blocks, n_rows + 1), dtype=np.int64)
-    sparse_bin = np.empty(0, dtype=np.uint16)
     args = (codes, bin_offsets, sparse_base, sparse_features, block_sparse, mode_bin, ptr)
     n_values = n_rows * sparse_features.shape[0]
-    over_ranges(lambda lo, hi: _fill_sparse_rows(*args, sparse_bin, lo, hi, False), n_rows, n_values, split)
+    no_entries = np.empty(0, dtype=np.uint16)  # the counting pass writes none
+    over_ranges(lambda lo, hi: _fill_sparse_rows(*args, no_entries, lo, hi, False), n_rows, n_values, split)
     # Row r's count in block k, at ptr[k, r + 1], becomes the end of its list: the lists block after block.
     np.cumsum(ptr[:, 1:], axis=1, out=ptr[:, 1:])
     ptr += np.concatenate(([0], np.cumsum(ptr[:-1, -1])))[:, None]

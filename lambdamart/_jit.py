@@ -62,9 +62,9 @@ def inner_kernel(function=None, **options):
 # With an empty cache a first fit spends most of its time compiling, on one core: numba compiles under a global
 # lock, one function at a time. The kernels that grow the trees share none with the objectives' (neither layer
 # imports the other), so a second Python process compiles them into the same disk cache while this one compiles the
-# objective's; this one then waits for it and loads them from the cache. A first tiny fit took 9.8 s instead of 15.0,
-# the demo's compilation 14.5 s instead of 23.0 (benchmarks/COLD_START.md; docs/design.md, Compilation). Two
-# processes never compile one function at once: numba's cache is safe for that only when they compile the same
+# objective's; this one then waits for it and loads them from the cache. A first tiny fit took ~5 s less and the
+# demo's compilation ~7 s less (benchmarks/COLD_START.md, which measures both ways; docs/design.md, Compilation).
+# Two processes never compile one function at once: numba's cache is safe for that only when they compile the same
 # signature.
 
 # Set to "0" to compile everything in the fitting process.

@@ -396,7 +396,7 @@ def test_kernel_does_not_depend_on_query_position():
 @pytest.mark.parametrize("truncation_level", [1, 5, 30, 1000])
 def test_vectorised_pair_loop_equals_the_plain_loop(truncation_level, normalize_pairs, average_ties):
     """The common case's branch-free, padded loop (_ndcg_pairs) and the plain double loop (_general_pairs) add the
-    same terms (a row's own in four running sums there): equal to rounding, for every length around the padding of
+    same terms (a row's own in vectorised running sums there): equal to rounding, for every length around the padding of
     8 (a padded document's terms would show far above rounding), with ties in row order or averaged."""
     rng = np.random.default_rng(truncation_level)
     for n in list(range(2, 42)) + [64, 100, 203]:
@@ -411,8 +411,7 @@ def test_vectorised_pair_loop_equals_the_plain_loop(truncation_level, normalize_
         pair_discounts = np.ones((5, n_pad))
         last_row = _pair_discounts(s, n, discount_table(n), 0.37, truncation_level, average_ties, pair_discounts)
         sums = np.zeros(2 * n_pad)  # Σλ, then Σw
-        fast = _ndcg_pairs(n, s, label, gain, e, pair_discounts, last_row, 1.3, normalize_pairs, sums,
-                           np.empty(2 * n_pad))
+        fast = _ndcg_pairs(n, s, label, gain, e, pair_discounts, last_row, 1.3, normalize_pairs, sums)
         lam, w = np.zeros(n), np.zeros(n)
         plain = _general_pairs(s[:n], label[:n], gain[:n], e[:n], pair_discounts[:, :n], 0.37, last_row, 1.3,
                                normalize_pairs, False, np.zeros(0, dtype=np.int64), np.ones((2, 0)), lam, w,
@@ -470,8 +469,7 @@ def test_a_tie_block_across_the_truncation_is_summed_per_label_as_the_pair_loop_
     last_row = _pair_discounts(s, n, discount_table(n), 0.37, truncation_level, True, pair_discounts)
     assert last_row == min(n - 1, 9 + block) > truncation_level  # the block reaches past the level
     sums = np.zeros(2 * n_pad)  # Σλ, then Σw
-    fast = _ndcg_pairs(n, s, label, gain, e, pair_discounts, truncation_level, SIGMA, normalize_pairs, sums,
-                       np.empty(2 * n_pad))
+    fast = _ndcg_pairs(n, s, label, gain, e, pair_discounts, truncation_level, SIGMA, normalize_pairs, sums)
     fast += _tail_pairs(n, s, label, gain, e, pair_discounts, truncation_level, 9 + block, SIGMA, normalize_pairs,
                         sums)
     lam, w = np.zeros(n), np.zeros(n)

@@ -72,33 +72,36 @@ def _pair_lambda(delta_z, delta_score, rho, sigma, normalize_pairs):
     return sigma * rho * delta_z, sigma * sigma * rho * (1.0 - rho) * delta_z
 
 
-@inner_kernel(error_model="numpy")
-def _ndcg_pairs(n, s, label, gain, e, pair_discounts, last_row, sigma, normalize_pairs, sums, terms):
+# fastmath "reassoc" lets LLVM vectorise a row's own sums (Σλ, Σw, Σ|λ| over its pairs) with the partners' updates
+# in one loop: eight running sums instead of one, so the order of additions, and the last bits of a sum, differ from
+# the plain loop's. With a strict order, the row's terms went through a scratch array and a second loop: at 131k rows
+# the gradients of a round took 17 % longer, their pair loops 27 %.
+@inner_kernel(error_model="numpy", fastmath={"reassoc"})
+def _ndcg_pairs(n, s, label, gain, e, pair_discounts, last_row, sigma, normalize_pairs, sums):
     """Σλ and Σw of every document over its |ΔNDCG|-weighted pairs, given all e > 0; returns the sum of all 2λ.
 
     The common case, vectorised. ``pair_discounts`` are the rows of :func:`_pair_discounts`: a pair (i, j > i) is
     weighted by |Δgain|·(upper[i] - lower[j])·scale[i], or |Δgain|·within[i]·scale[i] while j is tied with i
     (j < block_end[i]). Arrays are in rank order and padded to a multiple of 8; ``sums`` holds Σλ in its first half
-    and Σw in its second, and ``terms`` is scratch of the same shape. (Interleaved, a document's Σλ and Σw side by
-    side, they cost the vector loop a dozen shuffles per four pairs: 15-17 % slower on queries of 115 and 300
-    documents, 13 % faster on 20, where run-time overlap checks weigh more.) The same terms as the plain double loop
-    of ``_general_pairs``; a document's sums over its lower-ranked partners are added in a different order, so the
-    two agree to rounding.
+    and Σw in its second. (Interleaved, a document's Σλ and Σw side by side, they cost the vector loop a dozen
+    shuffles per four pairs: 15-17 % slower on queries of 115 and 300 documents, 13 % faster on 20, where run-time
+    overlap checks weigh more.) The same terms as the plain double loop of ``_general_pairs``, added in a different
+    order, so the two agree to rounding.
     """
     sum_lambdas = 0.0
     n_docs = np.uint64(n)
     lower, upper, within, block_end, scale = _discount_rows(pair_discounts)
     lam_sums, w_sums = _halves(sums)
-    lam_terms, w_terms = _halves(terms)
     for i in range(last_row):
         row = np.uint64(i)
         s_i, label_i, gain_i, e_i = s[i], label[i], gain[i], e[i]
         upper_i, within_i, scale_i, tied_until = upper[i], within[i], scale[i], np.uint64(block_end[i])
-        # The pairs (i, j > i), added to j's sums (distinct j: vectorisable) and kept in ``terms`` for i's. The loop
-        # is branch-free: the higher-labelled side is a ±1 sign, a pair with equal labels a masked 0. j is unsigned
-        # (numba's wraparound of negative indices would hide the addresses from LLVM) and runs from a multiple of
-        # 8 to the padded length, so no scalar remainder loop runs: j <= i are masked too (adding a masked 0 leaves
-        # a sum unchanged), and the padding's sums and terms are never read.
+        lam_i, w_i, lam_total = 0.0, 0.0, 0.0
+        # The pairs (i, j > i), added to j's sums (distinct j: vectorisable) and to i's. The loop is branch-free:
+        # the higher-labelled side is a ±1 sign, a pair with equal labels a masked 0. j is unsigned (numba's
+        # wraparound of negative indices would hide the addresses from LLVM) and runs from a multiple of 8 to the
+        # padded length, so no scalar remainder loop runs: j <= i are masked too (adding a masked 0 leaves a sum
+        # unchanged, also i's own, which is updated after the loop), and the padding's sums are never read.
         for j in range(np.uint64((i + 1) & -8), np.uint64(s.shape[0])):
             i_high = label_i > label[j]
             sign = 1.0 if i_high else -1.0
@@ -111,29 +114,12 @@ def _ndcg_pairs(n, s, label, gain, e, pair_discounts, last_row, sigma, normalize
                 w = 0.0
             lam_sums[j] += sign * lam
             w_sums[j] += w
-            lam_terms[j] = sign * lam
-            w_terms[j] = w
-        # Row i's own terms: four running sums each (with one, every addition waits for the one before: the
-        # gradients took 17 % longer at 131k rows), over whole groups of four (the masked terms add 0).
-        lam0, lam1, lam2, lam3 = lam_sums[i], 0.0, 0.0, 0.0
-        w0, w1, w2, w3 = w_sums[i], 0.0, 0.0, 0.0
-        abs0, abs1, abs2, abs3 = 0.0, 0.0, 0.0, 0.0
-        for j in range(np.uint64((i + 1) & -4), np.uint64(s.shape[0]), np.uint64(4)):
-            lam0 -= lam_terms[j]
-            lam1 -= lam_terms[j + np.uint64(1)]
-            lam2 -= lam_terms[j + np.uint64(2)]
-            lam3 -= lam_terms[j + np.uint64(3)]
-            w0 += w_terms[j]
-            w1 += w_terms[j + np.uint64(1)]
-            w2 += w_terms[j + np.uint64(2)]
-            w3 += w_terms[j + np.uint64(3)]
-            abs0 += abs(lam_terms[j])
-            abs1 += abs(lam_terms[j + np.uint64(1)])
-            abs2 += abs(lam_terms[j + np.uint64(2)])
-            abs3 += abs(lam_terms[j + np.uint64(3)])
-        lam_i, w_i = (lam0 + lam1) + (lam2 + lam3), (w0 + w1) + (w2 + w3)
-        sum_lambdas += 2.0 * ((abs0 + abs1) + (abs2 + abs3))
-        lam_sums[i], w_sums[i] = lam_i, w_i
+            lam_i -= sign * lam
+            w_i += w
+            lam_total += lam  # λ >= 0
+        lam_sums[i] += lam_i
+        w_sums[i] += w_i
+        sum_lambdas += 2.0 * lam_total
     return sum_lambdas
 
 
@@ -425,7 +411,7 @@ def _query_lambdas(k, scores, gains, labels, offsets, query_indices, discounts, 
         top = min(n - 1, truncation_level)
         long_tail = last_row > top + _TAIL_ROWS
         sum_lambdas = _ndcg_pairs(n, s, work[1], work[2], work[3], work[4:], top if long_tail else last_row, sigma,
-                                  normalize_pairs, sums, np.empty(sums.shape[0]))
+                                  normalize_pairs, sums)
         if long_tail:
             sum_lambdas += _tail_pairs(n, s, work[1], work[2], work[3], work[4:], top,
                                        np.int64(_discount_rows(work[4:])[3][top]), sigma, normalize_pairs, sums)

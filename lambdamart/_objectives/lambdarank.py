@@ -458,8 +458,6 @@ def _general_query_lambdas(scores, gains, labels, discounts, inv_idcg, truncatio
     _scatter_query(ranked, sums, sum_lambdas, query_normalization, grad, hess)
 
 
-# The same loop twice, on the calling thread and on numba's threads: a single-threaded fit (all small ones) then
-# never compiles the parallel version, which costs seconds on first use.
 @inner_kernel
 def _unfinished(done):
     """How many queries the common kernel left to the general one."""
@@ -469,6 +467,8 @@ def _unfinished(done):
     return left
 
 
+# The same loop twice, on the calling thread and on numba's threads: a single-threaded fit (all small ones) then
+# never compiles the parallel version, which costs seconds on first use.
 @kernel
 def _ndcg_gradients_serial(scores, gains, labels, offsets, query_indices, *args):
     for k in range(query_indices.shape[0]):

@@ -33,7 +33,7 @@ def make_tree(grown, thresholds, threshold_offsets):
 def make_trees(grown_trees, thresholds, threshold_offsets):
     """The flat ensemble arrays (as :func:`concatenate_trees` returns them) of a list of
     :class:`~.grower.GrownTree`: :func:`make_tree` once over all their nodes, not once per tree (100 trees:
-    0.3 instead of 1.5 ms, at the end of every fit)."""
+    0.4 instead of 1.7 ms, at the end of every fit)."""
     if not grown_trees:
         return concatenate_trees([])
     sizes = np.array([t.feature.shape[0] for t in grown_trees], dtype=np.int64)

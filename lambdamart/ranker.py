@@ -636,7 +636,7 @@ class LambdaMARTRanker(BaseEstimator):
         n_tree_features = max(1, int(round(self.max_features * n_features)))
         n_tree_queries = max(1, int(round(self.subsample * n_queries)))
         params = self._growth_params()
-        workspace = make_workspace(n_rows, layout.total_bins, self.max_leaf_nodes, n_features)
+        workspace = make_workspace(n_rows, layout, self.max_leaf_nodes)
         parallel_work, partition_rows = node_parallel_work(), node_partition_rows(n_rows)
         # With an empty cache, the growth kernels compile in a helper process while this one compiles the
         # objective's in the first round.

@@ -62,7 +62,7 @@ def test_stepwise_growth_equals_grow_tree(seed, n_blocks, max_leaf_nodes, max_de
     fast_rows = subsample.copy()
     # parallel_work=1: numba's threads search every node, block by block, and grow the stepwise grower's tree.
     fast = grow_tree(codes, n_bins, layout, features.astype(np.int64), grad, hess, fast_rows, params,
-                     make_workspace(n_rows, layout.total_bins, max_leaf_nodes, codes.shape[0]), 1)
+                     make_workspace(n_rows, layout, max_leaf_nodes), 1)
     shard = RowShard(codes, n_bins, layout, grad, hess, subsample)
     steps = grow_tree_stepwise(shard, n_bins, layout.bin_offsets, features.astype(np.int64), params)
 
@@ -107,7 +107,7 @@ def test_grow_tree_skipping_exhausted_features_grows_the_same_tree(min_samples_l
     params = GrowthParams(max_leaf_nodes=63, max_depth=-1, min_samples_leaf=min_samples_leaf, min_sum_hessian=1e-3,
                           l2_regularization=0.0, learning_rate=0.1)
     fast = grow_tree(codes, n_bins, layout, features, grad, hess, rows.copy(), params,
-                     make_workspace(n_rows, layout.total_bins, 63, codes.shape[0]), None)
+                     make_workspace(n_rows, layout, 63), None)
     steps = grow_tree_stepwise(RowShard(codes, n_bins, layout, grad, hess, rows.copy()), n_bins, layout.bin_offsets,
                                features, params)
     assert np.isin(np.arange(8), fast.feature).sum() >= 3, "the rare features should be split on somewhere"

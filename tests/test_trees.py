@@ -97,7 +97,7 @@ def grow_binned(codes, n_bins, grad, hess, max_leaf_nodes, max_depth=-1, min_sam
                           min_sum_hessian=float(min_sum_hessian), l2_regularization=float(l2),
                           learning_rate=float(learning_rate))
     out = grow_tree(codes, n_bins, layout, features, grad.astype(np.float64), hess.astype(np.float64), rows, params,
-                    make_workspace(codes.shape[1], layout.total_bins, max_leaf_nodes, codes.shape[0]), None)
+                    make_workspace(codes.shape[1], layout, max_leaf_nodes), None)
     return out, rows
 
 
@@ -1089,7 +1089,7 @@ def test_a_workspace_reused_from_tree_to_tree_grows_the_same_trees(parallel_work
     must not change the next one, whatever its features, rows or gradients."""
     rng = np.random.default_rng(21)
     _, codes, n_bins, layout, params = _trees_with_missing_values(rng, 700, 9, 64, 2, 15)
-    shared = make_workspace(700, layout.total_bins, 15, 9)
+    shared = make_workspace(700, layout, 15)
     for t in range(4):
         features = np.sort(rng.choice(9, 5 + t, replace=False)).astype(np.int64)
         rows = np.sort(rng.choice(700, 600, replace=False)).astype(np.int64)
@@ -1098,7 +1098,7 @@ def test_a_workspace_reused_from_tree_to_tree_grows_the_same_trees(parallel_work
             reused = grow_tree(codes, n_bins, layout, features, grad, hess, rows.copy(), params, shared, parallel_work,
                                partition_rows)
             fresh = grow_tree(codes, n_bins, layout, features, grad, hess, rows.copy(), params,
-                              make_workspace(700, layout.total_bins, 15, 9), parallel_work, partition_rows)
+                              make_workspace(700, layout, 15), parallel_work, partition_rows)
         assert np.sum(fresh.feature >= 0) > 3
         for name in fresh._fields:
             np.testing.assert_array_equal(getattr(reused, name), getattr(fresh, name), err_msg=f"tree {t}: {name}")
@@ -1142,7 +1142,7 @@ def test_threaded_partition_grows_the_same_trees():
         tree_rows = rows.copy()
         with parallel_region(2):
             trees.append(grow_tree(codes, n_bins, layout, np.arange(6, dtype=np.int64), grad, hess, tree_rows, params,
-                                   make_workspace(3000, layout.total_bins, 31, 6), 1, partition_rows))
+                                   make_workspace(3000, layout, 31), 1, partition_rows))
         orders.append(tree_rows)
     assert np.sum(trees[0].feature >= 0) == 30
     for tree, order in zip(trees[1:], orders[1:]):

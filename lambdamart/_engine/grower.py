@@ -13,7 +13,7 @@ from numba import prange
 
 from .._jit import inner_kernel, kernel
 from .histogram import build_block, new_histograms, subtract_feature
-from .split import FeatureSplits, Split, best_of, feature_best_split, leaf_value, new_feature_splits
+from .split import BlockSplits, Split, best_of, feature_best_split, leaf_value, new_block_splits
 
 
 class GrowthParams(NamedTuple):
@@ -55,14 +55,14 @@ class Workspace(NamedTuple):
     ordered_grad: np.ndarray  # λ and w of the rows in node order
     ordered_hess: np.ndarray
     partition_buffers: np.ndarray  # (2, n_rows) int64: rows going left and right, while a node is partitioned
-    splits: FeatureSplits  # the best split per feature of the two children being searched (0: smaller, 1: larger)
+    splits: BlockSplits  # each block's best split of the two children being searched (0: smaller, 1: larger)
 
 
-def make_workspace(n_rows, total_bins, max_leaf_nodes, n_features):
-    """Scratch buffers for :func:`grow_tree` on up to ``n_rows`` rows of ``n_features`` features and trees of
-    ``max_leaf_nodes`` leaves."""
-    return Workspace(new_histograms(max_leaf_nodes, total_bins), np.empty(n_rows), np.empty(n_rows),
-                     np.empty((2, n_rows), dtype=np.int64), new_feature_splits(2, n_features))
+def make_workspace(n_rows, layout, max_leaf_nodes):
+    """Scratch buffers for :func:`grow_tree` on up to ``n_rows`` rows binned into the histogram layout ``layout``
+    and trees of ``max_leaf_nodes`` leaves."""
+    return Workspace(new_histograms(max_leaf_nodes, layout.total_bins), np.empty(n_rows), np.empty(n_rows),
+                     np.empty((2, n_rows), dtype=np.int64), new_block_splits(layout.n_blocks, 2))
 
 
 # ----------------------------------------------------------------------------------------------- the steps
@@ -263,9 +263,9 @@ def grow_tree(codes, n_bins, layout, features, grad, hess, rows, params, workspa
     ordered_grad, ordered_hess = workspace.ordered_grad, workspace.ordered_hess
     # Totals (Σλ, Σw, count) of the two children being searched: the smaller one first.
     sums = np.empty((2, 3))
-    # Best split per feature of the two children, filled for the features this tree may use (entries left from an
-    # earlier tree are never read: a child's are all written before best_of reads them).
+    # Each block's best split of the two children (a child's are all written before best_of reads them).
     splits = workspace.splits
+    n_blocks = layout.block_ptr.shape[0] - 1
     # Per workspace histogram slot, the features its leaf may still split on (see _split_block).
     # Loops, not fancy indexing or 2-D slice assignment: those cost over a second of compilation here.
     usable = np.zeros((max_leaf_nodes, n_bins.shape[0]), dtype=np.bool_)
@@ -281,7 +281,7 @@ def grow_tree(codes, n_bins, layout, features, grad, hess, rows, params, workspa
         sums[0, 0], sums[0, 1], sums[0, 2] = sum_grad[0], sum_hess[0], count[0]
         _split_step(codes, layout, rows, ordered_grad, ordered_hess, n_bins, usable[0], usable[0], hists[0],
                     hists[0], np.bool_(True), np.bool_(False), sums, params, splits, parallel_work)
-        best = best_of(splits, np.int64(0), features)
+        best = best_of(splits, np.int64(0), n_blocks)
         cand_gain[0], cand_feature[0], cand_bin[0], cand_missing_left[0] = best.gain, best.feature, best.bin, \
             best.missing_left
         cand_left_grad[0], cand_left_hess[0], cand_left_count[0] = best.left_grad, best.left_hess, best.left_count
@@ -343,7 +343,7 @@ def grow_tree(codes, n_bins, layout, features, grad, hess, rows, params, workspa
                     split_large, sums, params, splits, parallel_work)
         for side, child, can_split in ((0, small, split_small), (1, large, split_large)):
             if can_split:
-                best = best_of(splits, side, features)
+                best = best_of(splits, side, n_blocks)
                 cand_gain[child], cand_feature[child], cand_bin[child] = best.gain, best.feature, best.bin
                 cand_missing_left[child] = best.missing_left
                 cand_left_grad[child], cand_left_hess[child] = best.left_grad, best.left_hess
@@ -367,52 +367,50 @@ def _splittable(n, node_depth, max_depth, min_samples_leaf):
 def _split_block(k, codes, layout, rows, ordered_grad, ordered_hess, n_bins, usable_small, usable_large, hist_small,
                  hist_large, search_small, search_large, sums, l2, min_samples_leaf, min_sum_hessian, splits):
     """For block ``k`` of the layout: build the smaller child's histograms, turn the parent's (held in
-    ``hist_large``) into the larger child's by subtraction, and search both children's best split per usable
-    feature into ``splits`` (node 0 the smaller child, node 1 the larger).
+    ``hist_large``) into the larger child's by subtraction, and search both children's best split over the
+    block's usable features into block ``k``'s records of ``splits`` (node 0 the smaller child, node 1 the larger).
 
     ``usable_large`` holds the parent's usable features on entry (``usable_small`` a copy of it, or the same
     array at the root); each searched child's entry becomes whether the feature can still split below it.
     """
     bin_offsets = layout.bin_offsets
     build_block(codes, layout, k, rows, ordered_grad, ordered_hess, sums[0, 0], sums[0, 1], sums[0, 2], hist_small)
+    # Each child's best so far: (gain, feature, bin, missing_left, left λ, left w, left count). Features come in
+    # ascending order and only a strictly larger gain replaces the best, so ties go to the lowest feature index.
+    no_split = (-np.inf, np.int64(-1), np.int64(-1), False, 0.0, 0.0, 0.0)
+    best_small = best_large = no_split
     for f in layout.block_members[layout.block_ptr[k]:layout.block_ptr[k + 1]]:
         if not usable_large[f]:
             # Not in this tree's features, or no threshold of it left min_samples_leaf rows on both sides of an
             # ancestor: then none does here (a subset of its rows). Its histograms below are never read again.
-            splits.gain[0, f] = splits.gain[1, f] = -np.inf
             continue
-        # Each feature's record written here, in the loop, not by a helper called per feature: handing the
-        # record's six arrays to a compiled call (each as its nine fields, with a reference count taken and
-        # dropped) made the search of a node twice as slow on LightGBM's example (300 features of ~20 bins).
-        for side in range(2):
-            if not (search_small if side == 0 else search_large):
-                continue
-            hist = hist_small if side == 0 else hist_large
-            if side == 1:
-                subtract_feature(hist_large, hist_small, bin_offsets, f)
-            gain, b, missing_left, g, h, c, enough_rows = feature_best_split(
-                hist, bin_offsets[f], n_bins[f], sums[side, 0], sums[side, 1], sums[side, 2], l2, min_samples_leaf,
+        if search_small:
+            gain, b, missing_left, g, h, c, usable_small[f] = feature_best_split(
+                hist_small, bin_offsets[f], n_bins[f], sums[0, 0], sums[0, 1], sums[0, 2], l2, min_samples_leaf,
                 min_sum_hessian)
-            splits.gain[side, f] = gain
-            splits.bin[side, f] = b
-            splits.missing_left[side, f] = missing_left
-            splits.left_grad[side, f] = g
-            splits.left_hess[side, f] = h
-            splits.left_count[side, f] = c
-            if side == 0:
-                usable_small[f] = enough_rows
-            else:
-                usable_large[f] = enough_rows
+            if gain > best_small[0]:
+                best_small = (gain, f, b, missing_left, g, h, c)
+        if search_large:
+            subtract_feature(hist_large, hist_small, bin_offsets, f)
+            gain, b, missing_left, g, h, c, usable_large[f] = feature_best_split(
+                hist_large, bin_offsets[f], n_bins[f], sums[1, 0], sums[1, 1], sums[1, 2], l2, min_samples_leaf,
+                min_sum_hessian)
+            if gain > best_large[0]:
+                best_large = (gain, f, b, missing_left, g, h, c)
+    for side, best in ((0, best_small), (1, best_large)):
+        splits.gain[k, side], splits.feature[k, side], splits.bin[k, side] = best[0], best[1], best[2]
+        splits.missing_left[k, side], splits.left_grad[k, side] = best[3], best[4]
+        splits.left_hess[k, side], splits.left_count[k, side] = best[5], best[6]
 
 
 @inner_kernel(parallel=True)
 def _split_step_parallel(codes, layout, rows, ordered_grad, ordered_hess, n_bins, usable_small, usable_large,
                          hist_small, hist_large, search_small, search_large, sums, l2, min_samples_leaf,
-                         min_sum_hessian, gain, bin, missing_left, left_grad, left_hess, left_count):
+                         min_sum_hessian, gain, feature, bin, missing_left, left_grad, left_hess, left_count):
     # One parallel region per split (not one per step); threads take blocks. numba passes a tuple that the region
     # writes to only as separate arrays, so the split records travel as their arrays and are put back together.
     for k in prange(layout.block_ptr.shape[0] - 1):
-        splits = FeatureSplits(gain, bin, missing_left, left_grad, left_hess, left_count)
+        splits = BlockSplits(gain, feature, bin, missing_left, left_grad, left_hess, left_count)
         _split_block(np.int64(k), codes, layout, rows, ordered_grad, ordered_hess, n_bins, usable_small,
                      usable_large, hist_small, hist_large, search_small, search_large, sums, l2, min_samples_leaf,
                      min_sum_hessian, splits)
@@ -429,8 +427,8 @@ def _split_step(codes, layout, rows, ordered_grad, ordered_hess, n_bins, usable_
         if rows.shape[0] * n_bins.shape[0] >= parallel_work:
             _split_step_parallel(codes, layout, rows, ordered_grad, ordered_hess, n_bins, usable_small,
                                  usable_large, hist_small, hist_large, search_small, search_large, sums, l2,
-                                 min_leaf, min_hessian, splits.gain, splits.bin, splits.missing_left,
-                                 splits.left_grad, splits.left_hess, splits.left_count)
+                                 min_leaf, min_hessian, splits.gain, splits.feature, splits.bin,
+                                 splits.missing_left, splits.left_grad, splits.left_hess, splits.left_count)
             return
     # The blocks in turn, looped here rather than in a serial twin of the parallel kernel: one compiled layer less
     # (numba optimises a caller with its callees linked in, so each layer re-optimises the code below it).

@@ -336,8 +336,6 @@ def grow_tree(codes, n_bins, layout, features, grad, hess, rows, params, workspa
             gather_node(grad, hess, rows, s0, s1, ordered_grad, ordered_hess)
         for side, child in ((0, small), (1, large)):
             sums[side, 0], sums[side, 1], sums[side, 2] = sum_grad[child], sum_hess[child], count[child]
-        for f in range(n_bins.shape[0]):
-            usable[slot[small], f] = usable[slot[large], f]
         _split_step(codes, layout, rows[s0:s1], ordered_grad[s0:s1], ordered_hess[s0:s1], n_bins,
                     usable[slot[small]], usable[slot[large]], hists[slot[small]], hists[slot[large]], split_small,
                     split_large, sums, params, splits, parallel_work)
@@ -370,8 +368,9 @@ def _split_block(k, codes, layout, rows, ordered_grad, ordered_hess, n_bins, usa
     ``hist_large``) into the larger child's by subtraction, and search both children's best split over the
     block's usable features into block ``k``'s records of ``splits`` (node 0 the smaller child, node 1 the larger).
 
-    ``usable_large`` holds the parent's usable features on entry (``usable_small`` a copy of it, or the same
-    array at the root); each searched child's entry becomes whether the feature can still split below it.
+    ``usable_large`` holds the parent's usable features on entry (``usable_small`` is the same array at the root);
+    each searched child's entry becomes whether the feature can still split below it. The block's threads set the
+    smaller child's entries of their own features, so no thread writes another's.
     """
     bin_offsets = layout.bin_offsets
     build_block(codes, layout, k, rows, ordered_grad, ordered_hess, sums[0, 0], sums[0, 1], sums[0, 2], hist_small)
@@ -383,6 +382,7 @@ def _split_block(k, codes, layout, rows, ordered_grad, ordered_hess, n_bins, usa
         if not usable_large[f]:
             # Not in this tree's features, or no threshold of it left min_samples_leaf rows on both sides of an
             # ancestor: then none does here (a subset of its rows). Its histograms below are never read again.
+            usable_small[f] = False
             continue
         if search_small:
             gain, b, missing_left, g, h, c, usable_small[f] = feature_best_split(

@@ -369,8 +369,9 @@ def _split_block(k, codes, layout, rows, ordered_grad, ordered_hess, n_bins, usa
     block's usable features into block ``k``'s records of ``splits`` (node 0 the smaller child, node 1 the larger).
 
     ``usable_large`` holds the parent's usable features on entry (``usable_small`` is the same array at the root);
-    each searched child's entry becomes whether the feature can still split below it. The block's threads set the
-    smaller child's entries of their own features, so no thread writes another's.
+    each searched child's entry becomes whether the feature can still split below it. Each block sets the entries
+    of its own features (rather than the calling thread copying them all first), so no thread writes lines another
+    reads; a child that is not searched never splits, and its entries are never read.
     """
     bin_offsets = layout.bin_offsets
     build_block(codes, layout, k, rows, ordered_grad, ordered_hess, sums[0, 0], sums[0, 1], sums[0, 2], hist_small)

@@ -375,10 +375,9 @@ def _split_block(k, codes, layout, rows, ordered_grad, ordered_hess, n_bins, usa
     """
     bin_offsets = layout.bin_offsets
     build_block(codes, layout, k, rows, ordered_grad, ordered_hess, sums[0, 0], sums[0, 1], sums[0, 2], hist_small)
-    # Each child's best so far: (gain, feature, bin, missing_left, left λ, left w, left count). Features come in
-    # ascending order and only a strictly larger gain replaces the best, so ties go to the lowest feature index.
-    no_split = (-np.inf, np.int64(-1), np.int64(-1), False, 0.0, 0.0, 0.0)
-    best_small = best_large = no_split
+    # Each child's best split so far. Features come in ascending order and only a strictly larger gain replaces
+    # the best, so ties go to the lowest feature index.
+    best_small = best_large = Split(-np.inf, np.int64(-1), np.int64(-1), False, 0.0, 0.0, 0.0)
     for f in layout.block_members[layout.block_ptr[k]:layout.block_ptr[k + 1]]:
         if not usable_large[f]:
             # Not in this tree's features, or no threshold of it left min_samples_leaf rows on both sides of an
@@ -389,19 +388,19 @@ def _split_block(k, codes, layout, rows, ordered_grad, ordered_hess, n_bins, usa
             gain, b, missing_left, g, h, c, usable_small[f] = feature_best_split(
                 hist_small, bin_offsets[f], n_bins[f], sums[0, 0], sums[0, 1], sums[0, 2], l2, min_samples_leaf,
                 min_sum_hessian)
-            if gain > best_small[0]:
-                best_small = (gain, f, b, missing_left, g, h, c)
+            if gain > best_small.gain:
+                best_small = Split(gain, f, b, missing_left, g, h, c)
         if search_large:
             subtract_feature(hist_large, hist_small, bin_offsets, f)
             gain, b, missing_left, g, h, c, usable_large[f] = feature_best_split(
                 hist_large, bin_offsets[f], n_bins[f], sums[1, 0], sums[1, 1], sums[1, 2], l2, min_samples_leaf,
                 min_sum_hessian)
-            if gain > best_large[0]:
-                best_large = (gain, f, b, missing_left, g, h, c)
+            if gain > best_large.gain:
+                best_large = Split(gain, f, b, missing_left, g, h, c)
     for side, best in ((0, best_small), (1, best_large)):
-        splits.gain[k, side], splits.feature[k, side], splits.bin[k, side] = best[0], best[1], best[2]
-        splits.missing_left[k, side], splits.left_grad[k, side] = best[3], best[4]
-        splits.left_hess[k, side], splits.left_count[k, side] = best[5], best[6]
+        splits.gain[k, side], splits.feature[k, side], splits.bin[k, side] = best.gain, best.feature, best.bin
+        splits.missing_left[k, side], splits.left_grad[k, side] = best.missing_left, best.left_grad
+        splits.left_hess[k, side], splits.left_count[k, side] = best.left_hess, best.left_count
 
 
 @inner_kernel(parallel=True)

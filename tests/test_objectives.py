@@ -32,9 +32,9 @@ from lambdamart._parallel import parallel_region
 from lambdamart.metrics import mean_average_precision, ndcg
 
 # Kernels that only other kernels call in the package (no Python entry point), called here through a jitted caller.
-_all_tied_pairs, _ndcg_pairs, _pair_discounts, _tail_pairs, descending_order = map(
+_all_tied_pairs, _ndcg_pairs, _pair_discounts, _tail_pairs, descending_order, descending_order_from = map(
     called_from_a_kernel, (lambdarank._all_tied_pairs, lambdarank._ndcg_pairs, lambdarank._pair_discounts,
-                           lambdarank._tail_pairs, _sort.descending_order))
+                           lambdarank._tail_pairs, _sort.descending_order, _sort.descending_order_from))
 
 TABLE = np.array([0.0, 1.0, 3.0, 7.5, 20.0])  # an arbitrary gain table for labels 0..4
 
@@ -502,8 +502,9 @@ def test_queries_with_a_long_tie_block_across_the_truncation_get_the_plain_loops
     inv_idcg = inverse_ideal_dcg(gains, offsets, discounts, 10)
     queries = np.arange(offsets.shape[0] - 1, dtype=np.int64)
     expected_g, expected_h = np.zeros(scores.shape[0]), np.zeros(scores.shape[0])
-    _general_gradients(scores, gains, labels, offsets, queries, discounts, inv_idcg, 10, SIGMA, True, True, True,
-                       False, NO_POSITION, NO_BIAS, weights, expected_g, expected_h, NO_BIAS)
+    row_order = np.arange(scores.shape[0]) - np.repeat(offsets[:-1], np.diff(offsets))
+    _general_gradients(scores, gains, labels, offsets, queries, row_order, discounts, inv_idcg, 10, SIGMA, True, True,
+                       True, False, NO_POSITION, NO_BIAS, weights, expected_g, expected_h, NO_BIAS)
     with parallel_region(n_jobs):
         g, h = run_kernel(scores, labels, offsets, "exponential", 10, SIGMA, True, True, sample_weight=weights,
                           average_ties=True)
@@ -816,10 +817,11 @@ def test_position_needs_a_lambdarank_objective():
 # ---------------------------------------------------------------- the stable sort (lambdamart._sort)
 
 
-@pytest.mark.parametrize("kind", ["distinct", "ties", "signed-zeros", "infinite", "nan", "sorted", "reversed"])
-def test_descending_order_is_a_stable_descending_argsort(kind):
-    """The kernel's sort matches numpy's stable argsort of -scores (tied scores in row order) at every size, around
-    its 16-element blocks and its merges of equal and unequal runs."""
+SORT_CASES = ["distinct", "ties", "signed-zeros", "infinite", "nan", "sorted", "reversed"]
+
+
+def _scores_to_sort(kind):
+    """Scores of every size around the sort's 16-element blocks and its merges of equal and unequal runs."""
     rng = np.random.default_rng(len(kind))
     for n in list(range(0, 70)) + [100, 127, 128, 129, 257, 1000]:
         x = rng.normal(size=n)
@@ -837,7 +839,30 @@ def test_descending_order_is_a_stable_descending_argsort(kind):
             x = np.sort(np.round(x))[::-1].copy()
         elif kind == "reversed":
             x = np.sort(np.round(x)).copy()
+        yield rng, x
+
+
+@pytest.mark.parametrize("kind", SORT_CASES)
+def test_descending_order_is_a_stable_descending_argsort(kind):
+    """The kernel's sort matches numpy's stable argsort of -scores (tied scores in row order)."""
+    for _, x in _scores_to_sort(kind):
         np.testing.assert_array_equal(descending_order(x), np.argsort(-x, kind="stable"))
+
+
+@pytest.mark.parametrize("kind", SORT_CASES)
+def test_sorting_from_a_previous_order_gives_the_same_order_from_any_start(kind):
+    """The objective's sort from the last round's ranking: the stable argsort whatever it starts from: row order,
+    the answer itself, the answer with a few neighbours swapped (the usual case: insertion moves), a random
+    permutation and the reversed answer (far from sorted: the merge sort takes over)."""
+    for rng, x in _scores_to_sort(kind):
+        expected = np.argsort(-x, kind="stable")
+        near = expected.copy()
+        for i in rng.integers(0, max(x.shape[0] - 1, 1), x.shape[0] // 10):
+            near[i], near[i + 1] = near[i + 1], near[i]
+        for start in (np.arange(x.shape[0]), expected, near, rng.permutation(x.shape[0]), expected[::-1]):
+            order = start.astype(np.int64)  # a copy: sorted in place
+            np.testing.assert_array_equal(descending_order_from(x, order), expected)
+            np.testing.assert_array_equal(order, expected)
 
 
 def test_descending_order_puts_nan_last():

@@ -523,9 +523,9 @@ def _child_histogram(rng, n_value_bins, n_rows, empty_share, missing_share):
 @pytest.mark.parametrize("min_samples_leaf, min_sum_hessian, l2", [(1, 1e-3, 0.0), (20, 1e-3, 0.0), (5, 0.0, 1.0),
                                                                    (3, 2.0, 0.5)])
 def test_both_children_in_one_scan_find_the_scalar_scans_splits(seed, min_samples_leaf, min_sum_hessian, l2):
-    # The two-lane scan of a split's children against subtract_feature and feature_best_split on each: every field, including which
-    # side missing values take and whether the feature can still split, over empty bins, missing values in one,
-    # both or neither child, and nodes too small to split.
+    # The two-lane scan of a split's children against subtract_feature and feature_best_split on each: every field,
+    # including which side missing values take and whether the feature can still split, over empty bins, missing
+    # values in one, both or neither child, and nodes too small to split.
     rng = np.random.default_rng(seed)
     for case in range(60):
         n_value_bins = int(rng.integers(1, 40))

@@ -9,7 +9,7 @@ import numpy as np
 from numba import prange
 
 from .._jit import inner_kernel, kernel
-from .._sort import descending_order
+from .._sort import descending_order, descending_order_from
 from .base import Objective, apply_sample_weight
 
 
@@ -177,15 +177,15 @@ def _general_pairs(s, label, gain, e, pair_discounts, inv_idcg, last_row, sigma,
 
 
 @inner_kernel
-def _ranked_query(scores, gains, labels, sigma):
-    """One query's documents in rank order: the row order, and (s, label, gain, e) as the first rows of a
-    (9, n padded to a multiple of 8) array whose other five rows :func:`_pair_discounts` fills, with
-    e = exp(σ(s - max s)) in (0, 1] (one exp per document instead of one exp(σ·Δs) = e_h / e_o per pair). Also
-    whether any e underflowed to 0."""
+def _ranked_query(scores, order, gains, labels, sigma):
+    """One query's documents in rank order: the row order (``order``, the last round's, re-sorted in place), and
+    (s, label, gain, e) as the first rows of a (9, n padded to a multiple of 8) array whose other five rows
+    :func:`_pair_discounts` fills, with e = exp(σ(s - max s)) in (0, 1] (one exp per document instead of one
+    exp(σ·Δs) = e_h / e_o per pair). Also whether any e underflowed to 0."""
     n = scores.shape[0]
     # Stable descending sort: tied scores keep their row order, as LightGBM's std::stable_sort does. The pair loops
     # then read everything in rank order, from contiguous arrays.
-    ranked = descending_order(scores)
+    ranked = descending_order_from(scores, order)
     work = np.empty((9, (n + 7) & -8))
     s, label, gain, e = work[0], work[1], work[2], work[3]
     underflow = False
@@ -379,8 +379,8 @@ def _scatter_query(ranked, sums, sum_lambdas, query_normalization, grad, hess):
 
 
 @inner_kernel
-def _query_lambdas(k, scores, gains, labels, offsets, query_indices, discounts, inv_idcg, truncation_level, sigma,
-                   pair_normalization, query_normalization, average_ties, sample_weight, grad, hess, done):
+def _query_lambdas(k, scores, gains, labels, offsets, query_indices, order, discounts, inv_idcg, truncation_level,
+                   sigma, pair_normalization, query_normalization, average_ties, sample_weight, grad, hess, done):
     """λ and w weighted by |ΔNDCG| of query ``query_indices[k]``, written into its rows of ``grad`` and ``hess``.
 
     Sets ``done[k]`` False, writing nothing, when a document's e underflowed: :func:`_general_query_lambdas`
@@ -395,7 +395,8 @@ def _query_lambdas(k, scores, gains, labels, offsets, query_indices, discounts, 
         grad[start:stop] = 0.0
         hess[start:stop] = 0.0
         return
-    ranked, work, underflow = _ranked_query(scores[start:stop], gains[start:stop], labels[start:stop], sigma)
+    ranked, work, underflow = _ranked_query(scores[start:stop], order[start:stop], gains[start:stop],
+                                            labels[start:stop], sigma)
     if underflow:
         done[k] = False
         return
@@ -421,9 +422,9 @@ def _query_lambdas(k, scores, gains, labels, offsets, query_indices, discounts, 
 
 
 @inner_kernel
-def _general_query_lambdas(scores, gains, labels, discounts, inv_idcg, truncation_level, sigma, pair_normalization,
-                           query_normalization, average_ties, average_precision, position, position_bias, grad, hess,
-                           bias_cost):
+def _general_query_lambdas(scores, order, gains, labels, discounts, inv_idcg, truncation_level, sigma,
+                           pair_normalization, query_normalization, average_ties, average_precision, position,
+                           position_bias, grad, hess, bias_cost):
     """As :func:`_query_lambdas`, for every case (with :func:`_general_pairs`).
 
     ``average_precision`` swaps |ΔNDCG| for |ΔAP|: ``gains`` then hold 0/1 relevance and ``inv_idcg`` is 1/R.
@@ -437,7 +438,7 @@ def _general_query_lambdas(scores, gains, labels, discounts, inv_idcg, truncatio
         grad[:] = 0.0
         hess[:] = 0.0
         return
-    ranked, work, _ = _ranked_query(scores, gains, labels, sigma)
+    ranked, work, _ = _ranked_query(scores, order, gains, labels, sigma)
     s = work[0]
     last_row = _pair_discounts(s, n, discounts, inv_idcg, truncation_level, average_ties and not average_precision,
                                work[4:])
@@ -477,23 +478,23 @@ def _ndcg_gradients_serial(scores, gains, labels, offsets, query_indices, *args)
 
 
 @kernel(parallel=True)
-def _ndcg_gradients_parallel(scores, gains, labels, offsets, query_indices, discounts, inv_idcg, truncation_level,
-                             sigma, pair_normalization, query_normalization, average_ties, sample_weight, grad, hess,
-                             done):
+def _ndcg_gradients_parallel(scores, gains, labels, offsets, query_indices, order, discounts, inv_idcg,
+                             truncation_level, sigma, pair_normalization, query_normalization, average_ties,
+                             sample_weight, grad, hess, done):
     for k in prange(query_indices.shape[0]):
-        _query_lambdas(np.int64(k), scores, gains, labels, offsets, query_indices, discounts, inv_idcg,
+        _query_lambdas(np.int64(k), scores, gains, labels, offsets, query_indices, order, discounts, inv_idcg,
                        truncation_level, sigma, pair_normalization, query_normalization, average_ties, sample_weight,
                        grad, hess, done)
     return _unfinished(done)
 
 
 @kernel(parallel=True)
-def _general_gradients(scores, gains, labels, offsets, query_indices, discounts, inv_idcg, truncation_level, sigma,
-                       pair_normalization, query_normalization, average_ties, average_precision, position,
+def _general_gradients(scores, gains, labels, offsets, query_indices, order, discounts, inv_idcg, truncation_level,
+                       sigma, pair_normalization, query_normalization, average_ties, average_precision, position,
                        position_bias, sample_weight, grad, hess, bias_cost):
     for k in prange(query_indices.shape[0]):
         start, stop = offsets[query_indices[k]], offsets[query_indices[k] + 1]
-        _general_query_lambdas(scores[start:stop], gains[start:stop], labels[start:stop], discounts,
+        _general_query_lambdas(scores[start:stop], order[start:stop], gains[start:stop], labels[start:stop], discounts,
                                inv_idcg[query_indices[k]], truncation_level, sigma, pair_normalization,
                                query_normalization, average_ties, average_precision, position[start:stop],
                                position_bias, grad[start:stop], hess[start:stop], bias_cost[:, start:stop])
@@ -502,7 +503,7 @@ def _general_gradients(scores, gains, labels, offsets, query_indices, discounts,
 
 def lambdarank_gradients(scores, gains, labels, offsets, query_indices, discounts, inv_idcg, truncation_level,
                          sigma, pair_normalization, query_normalization, average_precision, position, position_bias,
-                         sample_weight, grad, hess, bias_cost, average_ties=False, threaded=None):
+                         sample_weight, grad, hess, bias_cost, average_ties=False, threaded=None, order=None):
     """LambdaMART λ and w for the queries in ``query_indices``, on numba's threads when ``threaded`` (None: when
     numba has more than one).
 
@@ -511,11 +512,15 @@ def lambdarank_gradients(scores, gains, labels, offsets, query_indices, discount
     ``position_bias`` (2, n_positions) and ``bias_cost`` (2, n_samples) serve Unbiased LambdaMART, see
     :func:`update_position_bias`; without positions they may be empty (the slices of empty arrays stay empty).
     With ``average_ties`` the |ΔNDCG| of pairs among tied scores is averaged over their orders (see
-    :func:`_pair_discounts`); |ΔAP| weights always take ties in row order.
+    :func:`_pair_discounts`); |ΔAP| weights always take ties in row order. ``order`` (int64, one per row) holds
+    each query's ranking from the last call, as positions within the query, and is updated; the rankings come out
+    the same from any start (None: row order), but one close to the new one is found much faster.
 
     The common case (|ΔNDCG|, no positions) runs a kernel of its own; the general one, about as large again to
     compile, runs only for the other cases and for queries whose scores are so far apart that an e underflowed.
     """
+    if order is None:
+        order = np.arange(scores.shape[0]) - np.repeat(offsets[:-1], np.diff(offsets))
     if not (average_precision or position.shape[0] > 0):
         done = np.empty(query_indices.shape[0], dtype=np.bool_)
         if threaded is None:
@@ -523,12 +528,12 @@ def lambdarank_gradients(scores, gains, labels, offsets, query_indices, discount
         # The count of unfinished queries comes back from the kernel: every call from Python between two trees
         # runs with cold caches (~15 µs for a done.all()), and on small data there is one per round.
         kernel = _ndcg_gradients_parallel if threaded else _ndcg_gradients_serial
-        if kernel(scores, gains, labels, offsets, query_indices, discounts, inv_idcg, truncation_level, sigma,
+        if kernel(scores, gains, labels, offsets, query_indices, order, discounts, inv_idcg, truncation_level, sigma,
                   pair_normalization, query_normalization, average_ties, sample_weight, grad, hess, done) == 0:
             return
         query_indices = query_indices[~done]
-    _general_gradients(scores, gains, labels, offsets, query_indices, discounts, inv_idcg, truncation_level, sigma,
-                       pair_normalization, query_normalization, average_ties, average_precision, position,
+    _general_gradients(scores, gains, labels, offsets, query_indices, order, discounts, inv_idcg, truncation_level,
+                       sigma, pair_normalization, query_normalization, average_ties, average_precision, position,
                        position_bias, sample_weight, grad, hess, bias_cost)
 
 
@@ -581,6 +586,9 @@ class LambdaRank(Objective):
         self.update_biases = True
         self.loss_totals = None
         self._threaded = None  # whether numba has threads, asked at the first call (inside the fit's region)
+        # Each query's ranking by score in the last round (positions within the query), where the next sort starts.
+        offsets = queries.offsets
+        self._order = np.arange(offsets[-1]) - np.repeat(offsets[:-1], np.diff(offsets))
 
     def _pair_weights(self, queries):
         """Labels and gains that weigh the pairs, and the per-query normaliser (1 / IDCG)."""
@@ -598,7 +606,7 @@ class LambdaRank(Objective):
                              self._normalizer, p["truncation_level"], float(p["sigma"]),
                              bool(p["pair_normalization"]), bool(p["query_normalization"]),
                              self.name == "lambdarank_map", q.position, self.position_bias, q.sample_weight, grad,
-                             hess, self._bias_cost, p["ties"] == "average", self._threaded)
+                             hess, self._bias_cost, p["ties"] == "average", self._threaded, self._order)
         if self._debias:
             self.loss_totals = position_loss_totals(q.position, self._bias_cost, self.position_bias.shape[1])
             if self.update_biases:

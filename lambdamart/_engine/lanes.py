@@ -66,26 +66,14 @@ def lanes(typingctx, first, second):
 
 @intrinsic
 def lane(typingctx, vector, i):
-    """Lane ``i`` (a literal 0 or 1) of ``vector`` as a float."""
-    if not (isinstance(vector, Lanes) and isinstance(i, types.IntegerLiteral)):
+    """Lane ``i`` (a literal 0 or 1) of a vector, as a float, or of a mask, as a bool."""
+    if not (isinstance(vector, (Lanes, LaneMask)) and isinstance(i, types.IntegerLiteral)):
         return None
     position = i.literal_value
 
     def codegen(context, builder, signature, args):
         return builder.extract_element(args[0], _index(position))
-    return types.float64(vector, i), codegen
-
-
-@intrinsic
-def mask_lane(typingctx, mask, i):
-    """Lane ``i`` (a literal 0 or 1) of ``mask`` as a bool."""
-    if not (isinstance(mask, LaneMask) and isinstance(i, types.IntegerLiteral)):
-        return None
-    position = i.literal_value
-
-    def codegen(context, builder, signature, args):
-        return builder.extract_element(args[0], _index(position))
-    return types.boolean(mask, i), codegen
+    return (types.float64 if isinstance(vector, Lanes) else types.boolean)(vector, i), codegen
 
 
 @intrinsic

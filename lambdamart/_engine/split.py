@@ -11,7 +11,7 @@ import numpy as np
 
 from .._jit import inner_kernel, kernel
 from .histogram import subtract_bin
-from .lanes import any_lane, lane, lanes, mask_lane, select
+from .lanes import any_lane, lane, lanes, select
 
 _RELATIVE_GAIN_TOLERANCE = 1e-10
 
@@ -112,9 +112,8 @@ def children_best_splits(hist_small, hist_large, base, n_value_bins, sums, l2, m
     """:func:`feature_best_split` of one feature for both children of a split at once, one child per vector lane.
 
     ``hist_large`` holds the parent's histogram on entry and the larger child's on return: the feature's bins are
-    subtracted (as :func:`histogram.subtract_feature` does) in the same pass that scans them, which also saves
-    the separate pass over them. ``sums`` holds each child's (λ, w, row) totals in a row (the smaller child
-    first). Returns the two children's
+    subtracted (as :func:`histogram.subtract_feature` does) in the same pass that scans them, which saves a pass.
+    ``sums`` holds each child's (λ, w, row) totals in a row (the smaller child first). Returns the two children's
     (gain, bin, missing_left, left λ sum, left w sum, left count) and whether each can still split on the feature.
     Needs ``min_sum_hessian > 0`` or ``l2 > 0``: candidates are compared as fractions, N/D with D = (H_L + l2)·(H_R +
     l2), by cross-multiplying (N·D' > N'·D), which takes no division; the chosen split's gain is then computed as
@@ -126,8 +125,9 @@ def children_best_splits(hist_small, hist_large, base, n_value_bins, sums, l2, m
     173 to 123 µs (a tree's 30 node pairs, one thread).
     """
     zero, one = lanes(0.0, 0.0), lanes(1.0, 1.0)
-    sum_grad, sum_hess, count = lanes(sums[0, 0], sums[1, 0]), lanes(sums[0, 1], sums[1, 1]), lanes(sums[0, 2],
-                                                                                               sums[1, 2])
+    sum_grad = lanes(sums[0, 0], sums[1, 0])
+    sum_hess = lanes(sums[0, 1], sums[1, 1])
+    count = lanes(sums[0, 2], sums[1, 2])
     min_rows, min_weight = lanes(min_samples_leaf, min_samples_leaf), lanes(min_sum_hessian, min_sum_hessian)
     l2_lanes = lanes(l2, l2)
     missing = base + n_value_bins
@@ -188,12 +188,12 @@ def children_best_splits(hist_small, hist_large, base, n_value_bins, sums, l2, m
     for i in range(base + subtracted, base + n_value_bins):  # the bins after the last one scanned
         subtract_bin(hist_large, hist_small, i)
     small = _lane_result(lane(best_g, 0), lane(best_h, 0), lane(best_n, 0), np.int64(lane(best_bin, 0)),
-                         lane(best_missing_left, 0) != 0.0, mask_lane(has_missing, 0), sums[0, 0], sums[0, 1],
+                         lane(best_missing_left, 0) != 0.0, lane(has_missing, 0), sums[0, 0], sums[0, 1],
                          sums[0, 2], l2)
     large = _lane_result(lane(best_g, 1), lane(best_h, 1), lane(best_n, 1), np.int64(lane(best_bin, 1)),
-                         lane(best_missing_left, 1) != 0.0, mask_lane(has_missing, 1), sums[1, 0], sums[1, 1],
+                         lane(best_missing_left, 1) != 0.0, lane(has_missing, 1), sums[1, 0], sums[1, 1],
                          sums[1, 2], l2)
-    return small, large, mask_lane(enough_rows, 0), mask_lane(enough_rows, 1)
+    return small, large, lane(enough_rows, 0), lane(enough_rows, 1)
 
 
 class Split(NamedTuple):

@@ -107,6 +107,20 @@ def _lane_result(g, h, n, b, missing_left, has_missing, sum_grad, sum_hess, coun
     return gain, np.int64(b), missing_left if has_missing else n >= count - n, g, h, n
 
 
+@inner_kernel
+def _consider(best, admissible, g, h, n, position, missing_left, sum_grad, sum_hess, l2, min_weight):
+    """``best`` (N, D, bin, left λ, w and row sums, missing side) with the candidate whose left child has sums
+    ``g``, ``h``, ``n`` taken in the lanes where it is admissible and better (see :func:`children_best_splits`)."""
+    g_right, h_right = sum_grad - g, sum_hess - h
+    left_term, right_term = h + l2, h_right + l2
+    num = g * g * right_term + g_right * g_right * left_term
+    den = left_term * right_term
+    take = admissible & (h >= min_weight) & (h_right >= min_weight) & (num * best[1] > best[0] * den)
+    return (select(take, num, best[0]), select(take, den, best[1]), select(take, position, best[2]),
+            select(take, g, best[3]), select(take, h, best[4]), select(take, n, best[5]),
+            select(take, missing_left, best[6]))
+
+
 @inner_kernel(error_model="numpy")
 def children_best_splits(hist_small, hist_large, base, n_value_bins, sums, l2, min_samples_leaf, min_sum_hessian):
     """:func:`feature_best_split` of one feature for both children of a split at once, one child per vector lane.
@@ -141,8 +155,7 @@ def children_best_splits(hist_small, hist_large, base, n_value_bins, sums, l2, m
     last = lanes(n_value_bins - 1, n_value_bins - 1) + select(has_missing, one, zero)
     g_left, h_left, n_left = zero, zero, zero
     # The best candidate so far: N and D of its children's terms, bin, left sums, missing side (1.0 = left).
-    best_num, best_den, best_bin = lanes(-1.0, -1.0), one, lanes(-1.0, -1.0)
-    best_g, best_h, best_n, best_missing_left = zero, zero, zero, zero
+    best = (lanes(-1.0, -1.0), one, lanes(-1.0, -1.0), zero, zero, zero, zero)
     enough_rows = zero != zero
     subtracted = 0
     for b in range(n_value_bins if any_missing else n_value_bins - 1):
@@ -162,31 +175,18 @@ def children_best_splits(hist_small, hist_large, base, n_value_bins, sums, l2, m
         live = nonempty & room & (position < last)
         # Values up to bin b left, missing values right.
         admissible = live & (n_left >= min_rows)
-        g_right, h_right = sum_grad - g_left, sum_hess - h_left
-        left_term, right_term = h_left + l2_lanes, h_right + l2_lanes
-        num = g_left * g_left * right_term + g_right * g_right * left_term
-        den = left_term * right_term
-        take = admissible & (h_left >= min_weight) & (h_right >= min_weight) & (num * best_den > best_num * den)
-        best_num, best_den = select(take, num, best_num), select(take, den, best_den)
-        best_bin, best_missing_left = select(take, position, best_bin), select(take, zero, best_missing_left)
-        best_g, best_h = select(take, g_left, best_g), select(take, h_left, best_h)
-        best_n = select(take, n_left, best_n)
+        best = _consider(best, admissible, g_left, h_left, n_left, position, zero, sum_grad, sum_hess, l2_lanes,
+                         min_weight)
         if any_missing:
             # Missing values left as well (not at the last value bin: that would send every row left).
             g, h, n = g_left + miss_g, h_left + miss_h, n_left + miss_n
             with_missing = live & has_missing & (position < last - one) & (n >= min_rows) & (count - n >= min_rows)
             admissible = admissible | with_missing
-            g_right, h_right = sum_grad - g, sum_hess - h
-            left_term, right_term = h + l2_lanes, h_right + l2_lanes
-            num = g * g * right_term + g_right * g_right * left_term
-            den = left_term * right_term
-            take = with_missing & (h >= min_weight) & (h_right >= min_weight) & (num * best_den > best_num * den)
-            best_num, best_den = select(take, num, best_num), select(take, den, best_den)
-            best_bin, best_missing_left = select(take, position, best_bin), select(take, one, best_missing_left)
-            best_g, best_h, best_n = select(take, g, best_g), select(take, h, best_h), select(take, n, best_n)
+            best = _consider(best, with_missing, g, h, n, position, one, sum_grad, sum_hess, l2_lanes, min_weight)
         enough_rows = enough_rows | admissible
     for i in range(base + subtracted, base + n_value_bins):  # the bins after the last one scanned
         subtract_bin(hist_large, hist_small, i)
+    _, _, best_bin, best_g, best_h, best_n, best_missing_left = best
     small = _lane_result(lane(best_g, 0), lane(best_h, 0), lane(best_n, 0), np.int64(lane(best_bin, 0)),
                          lane(best_missing_left, 0) != 0.0, lane(has_missing, 0), sums[0, 0], sums[0, 1],
                          sums[0, 2], l2)

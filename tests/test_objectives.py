@@ -486,7 +486,7 @@ def test_queries_with_a_long_tie_block_across_the_truncation_get_the_plain_loops
     """Through lambdarank_gradients: queries whose tie block reaches far past the truncation level (taken apart, per
     label value) among ordinary ones, with sample weights and both normalisations, give what the plain pair loops
     of the general kernel give."""
-    from lambdamart._objectives.lambdarank import _TAIL_ROWS, _general_gradients
+    from lambdamart._objectives.lambdarank import _TAIL_ROWS, _general_gradients, positions_in_query
 
     rng = np.random.default_rng(3)
     parts = []
@@ -502,9 +502,8 @@ def test_queries_with_a_long_tie_block_across_the_truncation_get_the_plain_loops
     inv_idcg = inverse_ideal_dcg(gains, offsets, discounts, 10)
     queries = np.arange(offsets.shape[0] - 1, dtype=np.int64)
     expected_g, expected_h = np.zeros(scores.shape[0]), np.zeros(scores.shape[0])
-    row_order = np.arange(scores.shape[0]) - np.repeat(offsets[:-1], np.diff(offsets))
-    _general_gradients(scores, gains, labels, offsets, queries, row_order, discounts, inv_idcg, 10, SIGMA, True, True,
-                       True, False, NO_POSITION, NO_BIAS, weights, expected_g, expected_h, NO_BIAS)
+    _general_gradients(scores, gains, labels, offsets, queries, positions_in_query(offsets), discounts, inv_idcg, 10,
+                       SIGMA, True, True, True, False, NO_POSITION, NO_BIAS, weights, expected_g, expected_h, NO_BIAS)
     with parallel_region(n_jobs):
         g, h = run_kernel(scores, labels, offsets, "exponential", 10, SIGMA, True, True, sample_weight=weights,
                           average_ties=True)

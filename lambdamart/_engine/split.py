@@ -83,28 +83,30 @@ def feature_best_split(hist, base, n_value_bins, sum_grad, sum_hess, count, l2, 
                 if children - parent_term > best_gain:
                     best_gain, best_children, best_bin, best_missing_left = children - parent_term, children, b, True
                     best_g, best_h, best_n = g, h, n
+    return _checked(best_gain, best_children, best_bin, best_missing_left, has_missing, best_g, best_h, best_n,
+                    count) + (enough_rows,)
+
+
+@inner_kernel
+def _checked(gain, children, b, missing_left, has_missing, g, h, n, count):
+    """A feature's best candidate (bin ``b``, -1 for none) as the scans return it: (gain, bin, missing_left, left
+    λ, w and row sums), no split when its gain is within rounding of its terms, and the missing side set when no
+    missing value reached the node."""
     # A gain within rounding error of the terms it is the difference of is no gain: splitting on it would fit noise
     # (e.g. nearly equal gradients everywhere). Checked once, for the best: if it fails, every candidate (a smaller
     # gain and so a smaller sum of children's terms) fails too. Per candidate, it was a sixth of the scan's work.
-    if best_bin >= 0 and not best_gain > _RELATIVE_GAIN_TOLERANCE * best_children:
-        best_gain, best_bin, best_missing_left = -np.inf, -1, False
-        best_g, best_h, best_n = 0.0, 0.0, 0.0
-    if not has_missing and best_bin >= 0:
-        # No missing value reached this node in training: send future ones to the larger child.
-        best_missing_left = best_n >= count - best_n
-    return best_gain, best_bin, best_missing_left, best_g, best_h, best_n, enough_rows
+    if b < 0 or not gain > _RELATIVE_GAIN_TOLERANCE * children:
+        return -np.inf, np.int64(-1), False, 0.0, 0.0, 0.0
+    # No missing value reached this node in training: send future ones to the larger child.
+    return gain, np.int64(b), missing_left if has_missing else n >= count - n, g, h, n
 
 
 @inner_kernel
 def _lane_result(g, h, n, b, missing_left, has_missing, sum_grad, sum_hess, count, l2):
     """One child's result of :func:`children_best_splits`, as :func:`feature_best_split` returns it."""
-    if b < 0:
-        return -np.inf, np.int64(-1), False, 0.0, 0.0, 0.0
     children = leaf_objective(g, h, l2) + leaf_objective(sum_grad - g, sum_hess - h, l2)
-    gain = children - leaf_objective(sum_grad, sum_hess, l2)
-    if not gain > _RELATIVE_GAIN_TOLERANCE * children:
-        return -np.inf, np.int64(-1), False, 0.0, 0.0, 0.0
-    return gain, np.int64(b), missing_left if has_missing else n >= count - n, g, h, n
+    return _checked(children - leaf_objective(sum_grad, sum_hess, l2), children, b, missing_left, has_missing, g,
+                    h, n, count)
 
 
 @inner_kernel

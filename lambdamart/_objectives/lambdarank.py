@@ -28,10 +28,15 @@ def inverse_ideal_dcg(gains, offsets, discounts, truncation_level):
     sizes = np.diff(offsets)
     query = np.repeat(np.arange(n_queries), sizes)
     ideal_gains = gains[np.lexsort((-gains, query))]  # queries stay contiguous, gains descend within each
-    rank = np.arange(gains.shape[0]) - np.repeat(offsets[:-1], sizes)
+    rank = positions_in_query(offsets)
     kept = rank < truncation_level
     idcg = np.bincount(query[kept], weights=ideal_gains[kept] * discounts[rank[kept]], minlength=n_queries)
     return np.divide(1.0, idcg, out=np.zeros(n_queries), where=idcg > 0.0)
+
+
+def positions_in_query(offsets):
+    """Each row's position within its query, 0, 1, ... (int64): the row order of every query, as a ranking."""
+    return np.arange(offsets[-1]) - np.repeat(offsets[:-1], np.diff(offsets))
 
 
 @inner_kernel
@@ -520,7 +525,7 @@ def lambdarank_gradients(scores, gains, labels, offsets, query_indices, discount
     compile, runs only for the other cases and for queries whose scores are so far apart that an e underflowed.
     """
     if order is None:
-        order = np.arange(scores.shape[0]) - np.repeat(offsets[:-1], np.diff(offsets))
+        order = positions_in_query(offsets)
     if not (average_precision or position.shape[0] > 0):
         done = np.empty(query_indices.shape[0], dtype=np.bool_)
         if threaded is None:
@@ -587,8 +592,7 @@ class LambdaRank(Objective):
         self.loss_totals = None
         self._threaded = None  # whether numba has threads, asked at the first call (inside the fit's region)
         # Each query's ranking by score in the last round (positions within the query), where the next sort starts.
-        offsets = queries.offsets
-        self._order = np.arange(offsets[-1]) - np.repeat(offsets[:-1], np.diff(offsets))
+        self._order = positions_in_query(queries.offsets)
 
     def _pair_weights(self, queries):
         """Labels and gains that weigh the pairs, and the per-query normaliser (1 / IDCG)."""

@@ -122,35 +122,42 @@ def descending_order(scores):
 
 
 @inner_kernel
-def descending_order_from(scores, order):
+def descending_order_from(scores, order, sorted_scores):
     """:func:`descending_order` of ``scores``, found by re-sorting ``order`` (any permutation of their indices) in
-    place; returns ``order``.
+    place; returns ``order``, and leaves the scores in that order in ``sorted_scores[:n]``.
 
     Between two boosting rounds a query's ranking barely changes (one tree moves each score a little): ~1.4 pairs
     per document swap on generated data after 20 rounds (0.3 after 100), 0.1 on LightGBM's example, so an insertion
     sort from the last round's order does a few moves per document instead of a merge sort's log2(n) passes
     (queries of ~115 documents: 0.4-0.7 of the time, ~15 documents: a fifth). Its comparisons are those of
     :func:`descending_order` (higher score first, ties by index), so the result does not depend on ``order``. Past
-    8 moves per document, or on a NaN, it falls back to
-    :func:`descending_order`: an order far from sorted never costs quadratic time.
+    8 moves per document, or on a NaN, it falls back to :func:`descending_order`: an order far from sorted never
+    costs quadratic time. The scores are gathered into ``sorted_scores`` first and moved along with their indices,
+    so the comparisons read one contiguous array instead of each score through its index (on 570k generated rows,
+    8.5 instead of 12.3 ns a row), and the caller has the ranked scores without a second gather.
     """
     n = order.shape[0]
     budget = 8 * n
     for k in range(n):
-        if scores[k] != scores[k]:
+        sorted_scores[k] = scores[order[k]]
+        if sorted_scores[k] != sorted_scores[k]:
             budget = -1
     for i in range(1, n if budget >= 0 else 0):
+        v = sorted_scores[i]
+        if sorted_scores[i - 1] > v:  # in place already: most documents, most rounds
+            continue
         r = order[i]
-        v = scores[r]
         j = i - 1
         while j >= 0:
+            w = sorted_scores[j]
             t = order[j]
-            w = scores[t]
             if w > v or (w == v and t < r):
                 break
+            sorted_scores[j + 1] = w
             order[j + 1] = t
             j -= 1
         budget -= i - 1 - j
+        sorted_scores[j + 1] = v
         order[j + 1] = r
         if budget < 0:
             break
@@ -158,4 +165,5 @@ def descending_order_from(scores, order):
         merged = descending_order(scores)
         for k in range(n):
             order[k] = merged[k]
+            sorted_scores[k] = scores[merged[k]]
     return order

@@ -860,8 +860,11 @@ def test_sorting_from_a_previous_order_gives_the_same_order_from_any_start(kind)
             near[i], near[i + 1] = near[i + 1], near[i]
         for start in (np.arange(x.shape[0]), expected, near, rng.permutation(x.shape[0]), expected[::-1]):
             order = start.astype(np.int64)  # a copy: sorted in place
-            np.testing.assert_array_equal(descending_order_from(x, order), expected)
+            ranked_scores = np.full(x.shape[0] + 3, -7.0)  # longer than needed, as the objective's work rows
+            np.testing.assert_array_equal(descending_order_from(x, order, ranked_scores), expected)
             np.testing.assert_array_equal(order, expected)
+            np.testing.assert_array_equal(ranked_scores[:x.shape[0]], x[expected])
+            assert (ranked_scores[x.shape[0]:] == -7.0).all()
 
 
 def test_descending_order_puts_nan_last():

@@ -190,12 +190,11 @@ def _ranked_query(scores, order, gains, labels, sigma):
     n = scores.shape[0]
     # Stable descending sort: tied scores keep their row order, as LightGBM's std::stable_sort does. The pair loops
     # then read everything in rank order, from contiguous arrays.
-    ranked = descending_order_from(scores, order)
     work = np.empty((9, (n + 7) & -8))
     s, label, gain, e = work[0], work[1], work[2], work[3]
+    ranked = descending_order_from(scores, order, s)
     underflow = False
     for k in range(n):
-        s[k] = scores[ranked[k]]
         label[k] = labels[ranked[k]]
         gain[k] = gains[ranked[k]]
         e[k] = np.exp(sigma * (s[k] - s[0]))

@@ -181,6 +181,39 @@ def _general_pairs(s, label, gain, e, pair_discounts, inv_idcg, last_row, sigma,
     return sum_lambdas
 
 
+_LOG2_E = 1.4426950408889634
+_LN2_HIGH = 0.6931471803691238  # ln 2 in two parts, the first with few bits: k·ln 2 is exact for |k| < 2**20
+_LN2_LOW = 1.9082149292705877e-10
+_EXP_SMALLEST = -708.0  # exp of it is above the smallest normal double (2**-1022), so 2**k has exponent bits
+
+
+@inner_kernel(error_model="numpy")
+def _exp_below_top(s, n, sigma, e, scratch):
+    """e[k] = exp(σ(s[k] - s[0])) for k < n, 0 below exp(``_EXP_SMALLEST``); returns whether any is 0 (or NaN).
+
+    np.exp is a call to the C library per document, which LLVM cannot vectorise (5 ns a document, a sixth of a
+    round's per-document cost on 570k generated rows); this vectorises: x = k·ln 2 + r with |r| <= ln(2)/2, the
+    Taylor series of exp(r) to r**13 (truncated at < 1e-17 relative; results within 1 ulp of np.exp), times 2**k
+    made from its exponent bits in ``scratch`` (an int64 view of a free work row).
+    """
+    underflow = False
+    for k in range(n):
+        x = sigma * (s[k] - s[0])
+        underflow |= not x >= _EXP_SMALLEST
+        whole = np.floor(max(x, _EXP_SMALLEST) * _LOG2_E + 0.5)  # max: finite exponent bits for any x, NaN too
+        r = (max(x, _EXP_SMALLEST) - whole * _LN2_HIGH) - whole * _LN2_LOW
+        p = 1.0 / 6227020800.0
+        for m in (479001600.0, 39916800.0, 3628800.0, 362880.0, 40320.0, 5040.0, 720.0, 120.0, 24.0, 6.0, 2.0,
+                  1.0, 1.0):
+            p = p * r + 1.0 / m
+        e[k] = p if x >= _EXP_SMALLEST else 0.0
+        scratch[k] = (np.int64(whole) + 1023) << 52
+    scale = scratch.view(np.float64)
+    for k in range(n):
+        e[k] *= scale[k]
+    return underflow
+
+
 @inner_kernel
 def _ranked_query(scores, order, gains, labels, sigma):
     """One query's documents in rank order: the row order (``order``, the last round's, re-sorted in place), and
@@ -193,12 +226,10 @@ def _ranked_query(scores, order, gains, labels, sigma):
     work = np.empty((9, (n + 7) & -8))
     s, label, gain, e = work[0], work[1], work[2], work[3]
     ranked = descending_order_from(scores, order, s)
-    underflow = False
     for k in range(n):
         label[k] = labels[ranked[k]]
         gain[k] = gains[ranked[k]]
-        e[k] = np.exp(sigma * (s[k] - s[0]))
-        underflow |= not e[k] > 0.0
+    underflow = _exp_below_top(s, n, sigma, e, work[4].view(np.int64))
     work[:, n:] = 1.0  # any finite value: the padding's pairs are computed but never read
     return ranked, work, underflow
 

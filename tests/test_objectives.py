@@ -32,9 +32,11 @@ from lambdamart._parallel import parallel_region
 from lambdamart.metrics import mean_average_precision, ndcg
 
 # Kernels that only other kernels call in the package (no Python entry point), called here through a jitted caller.
-_all_tied_pairs, _ndcg_pairs, _pair_discounts, _tail_pairs, descending_order, descending_order_from = map(
-    called_from_a_kernel, (lambdarank._all_tied_pairs, lambdarank._ndcg_pairs, lambdarank._pair_discounts,
-                           lambdarank._tail_pairs, _sort.descending_order, _sort.descending_order_from))
+(_all_tied_pairs, _ndcg_pairs, _pair_discounts, _tail_pairs, _exp_below_top, descending_order,
+ descending_order_from) = map(called_from_a_kernel, (lambdarank._all_tied_pairs, lambdarank._ndcg_pairs,
+                                                     lambdarank._pair_discounts, lambdarank._tail_pairs,
+                                                     lambdarank._exp_below_top, _sort.descending_order,
+                                                     _sort.descending_order_from))
 
 TABLE = np.array([0.0, 1.0, 3.0, 7.5, 20.0])  # an arbitrary gain table for labels 0..4
 
@@ -865,6 +867,23 @@ def test_sorting_from_a_previous_order_gives_the_same_order_from_any_start(kind)
             np.testing.assert_array_equal(order, expected)
             np.testing.assert_array_equal(ranked_scores[:x.shape[0]], x[expected])
             assert (ranked_scores[x.shape[0]:] == -7.0).all()
+
+
+@pytest.mark.parametrize("sigma", [0.5, 1.0, 2.0])
+def test_the_objectives_exponentials_are_numpys_to_an_ulp(sigma):
+    """exp(σ(s - s[0])) of the vectorised kernel: within 1 ulp of np.exp over the whole range down to exp(-708),
+    0 below it and for NaN, and the flag set exactly when one is 0."""
+    rng = np.random.default_rng(int(10 * sigma))
+    below_top = np.minimum(np.abs(rng.normal(size=4000)) * rng.choice([1e-3, 1.0, 30.0, 300.0], 4000), 700.0)
+    s = np.concatenate([[3.0], 3.0 - below_top / sigma, [3.0 - 708.0 / sigma]])
+    assert (below_top > 650).any() and (below_top < 1e-3).any()  # both ends of the range are tried
+    for scores, flagged in ((s, False), (np.append(s, 3.0 - 709.0 / sigma), True), (np.append(s, np.nan), True)):
+        e, scratch = np.empty(scores.shape[0]), np.empty(scores.shape[0], dtype=np.int64)
+        assert _exp_below_top(scores, scores.shape[0], sigma, e, scratch) == flagged
+        x = sigma * (scores - scores[0])
+        kept = x >= -708.0
+        assert (np.abs(e[kept] - np.exp(x[kept])) <= np.spacing(np.exp(x[kept]))).all()
+        assert (e[~kept] == 0.0).all()
 
 
 def test_descending_order_puts_nan_last():

@@ -199,15 +199,16 @@ def _exp_below_top(s, n, sigma, e, scratch):
     underflow = False
     for k in range(n):
         x = sigma * (s[k] - s[0])
-        underflow |= not x >= _EXP_SMALLEST
-        kept = x if x >= _EXP_SMALLEST else _EXP_SMALLEST  # finite exponent bits for any x, NaN too
+        in_range = x >= _EXP_SMALLEST  # False for NaN too
+        underflow |= not in_range
+        kept = x if in_range else _EXP_SMALLEST  # finite exponent bits for any x
         whole = np.floor(kept * _LOG2_E + 0.5)
         r = (kept - whole * _LN2_HIGH) - whole * _LN2_LOW
         p = 1.0 / 6227020800.0
         for m in (479001600.0, 39916800.0, 3628800.0, 362880.0, 40320.0, 5040.0, 720.0, 120.0, 24.0, 6.0, 2.0,
                   1.0, 1.0):
             p = p * r + 1.0 / m
-        e[k] = p if x >= _EXP_SMALLEST else 0.0
+        e[k] = p if in_range else 0.0
         scratch[k] = (np.int64(whole) + 1023) << 52
     scale = scratch.view(np.float64)
     for k in range(n):
@@ -219,8 +220,8 @@ def _exp_below_top(s, n, sigma, e, scratch):
 def _ranked_query(scores, order, gains, labels, sigma):
     """One query's documents in rank order: the row order (``order``, the last round's, re-sorted in place), and
     (s, label, gain, e) as the first rows of a (9, n padded to a multiple of 8) array whose other five rows
-    :func:`_pair_discounts` fills, with e = exp(σ(s - max s)) in (0, 1] (one exp per document instead of one
-    exp(σ·Δs) = e_h / e_o per pair). Also whether any e underflowed to 0."""
+    :func:`_pair_discounts` fills, with e = exp(σ(s - max s)) in [0, 1] (one exp per document instead of one
+    exp(σ·Δs) = e_h / e_o per pair). Also whether any e is 0 (see :func:`_exp_below_top`)."""
     n = scores.shape[0]
     # Stable descending sort: tied scores keep their row order, as LightGBM's std::stable_sort does. The pair loops
     # then read everything in rank order, from contiguous arrays.
@@ -254,26 +255,23 @@ def _pair_discounts(s, n, discounts, inv_idcg, truncation_level, average_ties, o
     """
     lower, upper, within, block_end, scale = _discount_rows(out)
     last_row = min(n - 1, truncation_level)
+    # Every document its own block first, in one branch-free loop (a query without tied scores needs nothing
+    # else: 2.5 ns a document less than finding its blocks of one in the loop below).
     tied = False
-    for k in range(1, n if average_ties else 0):
-        tied |= s[k] == s[k - 1]
-    if not tied:  # every document its own block: the loop below without its branches (2.5 ns a document less)
-        for a in range(n):
-            lower[a] = upper[a] = discounts[a]
-            within[a] = 0.0
-            block_end[a] = a + 1
-            scale[a] = inv_idcg
+    for a in range(n):
+        lower[a] = upper[a] = discounts[a]
+        within[a] = 0.0
+        block_end[a] = a + 1
+        scale[a] = inv_idcg
+        tied |= average_ties & (a > 0) & (s[a] == s[a - 1])  # s[-1] when a = 0: read, not used
+    if not tied:
         return last_row
     a = 0
     while a < n:
         b = a + 1
-        while average_ties and b < n and s[b] == s[a]:
+        while b < n and s[b] == s[a]:
             b += 1
-        if b - a == 1:
-            lower[a] = upper[a] = discounts[a]
-            within[a] = 0.0
-            block_end[a] = b
-            scale[a] = inv_idcg
+        if b - a == 1:  # filled above
             a = b
             continue
         m = b - a

@@ -380,6 +380,78 @@ def _keep_leaves(typingctx, reachable, lanes, values, thresholds, k, keep):
     return types.void(reachable, lanes, values, thresholds, k, keep), codegen
 
 
+_TILE = 8  # rows and features of one transposed tile (see _transpose_tile)
+
+
+@intrinsic
+def _transpose_tile(typingctx, X, rows, lane, first_feature, columns, largest, nan_lanes):
+    """Eight features of eight rows of a block, feature by feature: for i, j < 8, f = first_feature + j,
+    ``columns[f * _LANES + lane + i] = X[rows[lane + i], f]`` with NaN as -inf; ``largest[f]`` becomes the
+    largest of those values and, with ``lane`` 8, of the ones there already; bit ``lane + i`` of ``nan_lanes[f]``
+    says whether the value was NaN (the other half's bits kept with ``lane`` 8).
+
+    The rows are loaded as eight vectors and transposed with shuffles (three rounds of pairwise interleaving), so
+    that each feature's values of a block are contiguous. Reading them down the rows one value at a time, with the
+    NaN test and the running maximum, took ~15 % of a 100-row query.
+    """
+    def codegen(context, builder, signature, args):
+        i64, i32, double = ir.IntType(64), ir.IntType(32), ir.DoubleType()
+        x = context.make_array(signature.args[0])(context, builder, args[0])
+        row_index = context.make_array(signature.args[1])(context, builder, args[1]).data
+        out, largest_data, nan_data = (context.make_array(signature.args[i])(context, builder, args[i]).data
+                                       for i in (4, 5, 6))
+        element = x.data.type.pointee
+        width = builder.extract_value(x.shape, 1)
+        loaded, doubles = ir.VectorType(element, _TILE), ir.VectorType(double, _TILE)
+        second_half = builder.icmp_signed("!=", args[2], ir.Constant(i64, 0))
+        vectors = []
+        for i in range(_TILE):
+            row = builder.load(builder.gep(row_index, [builder.add(args[2], ir.Constant(i64, i))]))
+            first = builder.add(builder.mul(row, width), args[3])
+            vector = builder.load(builder.bitcast(builder.gep(x.data, [first]), loaded.as_pointer()), align=4)
+            vectors.append(vector if element == double else builder.fpext(vector, doubles))
+
+        def shuffle(a, b, mask):
+            return builder.shuffle_vector(a, b, ir.Constant(ir.VectorType(i32, _TILE), mask))
+
+        def maximum(a, b):
+            return builder.select(builder.fcmp_ordered(">", a, b), a, b)
+        low, high = [0, 8, 2, 10, 4, 12, 6, 14], [1, 9, 3, 11, 5, 13, 7, 15]
+        t = []
+        for i in range(0, _TILE, 2):
+            t += [shuffle(vectors[i], vectors[i + 1], low), shuffle(vectors[i], vectors[i + 1], high)]
+        low, high = [0, 1, 8, 9, 4, 5, 12, 13], [2, 3, 10, 11, 6, 7, 14, 15]
+        u = []
+        for i in range(0, _TILE, 4):
+            u += [shuffle(t[i], t[i + 2], low), shuffle(t[i + 1], t[i + 3], low),
+                  shuffle(t[i], t[i + 2], high), shuffle(t[i + 1], t[i + 3], high)]
+        low, high = [0, 1, 2, 3, 8, 9, 10, 11], [4, 5, 6, 7, 12, 13, 14, 15]
+        minus_inf = ir.Constant(doubles, [float("-inf")] * _TILE)
+        for j in range(4):  # u[j] holds features j and j + 4 of rows 0-3, u[j + 4] of rows 4-7
+            for offset, mask in ((j, low), (j + 4, high)):
+                feature = builder.add(args[3], ir.Constant(i64, offset))
+                column = shuffle(u[j], u[j + 4], mask)
+                nan = builder.fcmp_unordered("uno", column, column)
+                column = builder.select(nan, minus_inf, column)
+                start = builder.add(builder.mul(feature, ir.Constant(i64, _LANES)), args[2])
+                builder.store(column, builder.bitcast(builder.gep(out, [start]), doubles.as_pointer()), align=8)
+                for step in (4, 2, 1):  # the lanes' maximum, in lane 0
+                    column = maximum(column, shuffle(column, column, [(i + step) % _TILE for i in range(_TILE)]))
+                top = builder.extract_element(column, ir.Constant(i32, 0))
+                largest_pointer = builder.gep(largest_data, [feature])
+                top = builder.select(second_half, maximum(top, builder.load(largest_pointer)), top)
+                builder.store(top, largest_pointer)
+                bits = builder.shl(builder.zext(builder.bitcast(nan, ir.IntType(_TILE)), i32),
+                                   builder.trunc(args[2], i32))
+                nan_pointer = builder.gep(nan_data, [feature])
+                bits = builder.select(second_half, builder.or_(bits, builder.load(nan_pointer)), bits)
+                builder.store(bits, nan_pointer)
+        return context.get_dummy_value()
+    if X.ndim != 2 or X.layout != "C" or columns.dtype != types.float64 or nan_lanes.dtype != types.uint32:
+        return None
+    return types.void(X, rows, types.int64, types.int64, columns, largest, nan_lanes), codegen
+
+
 @inner_kernel(inline="always")
 def _aligned(buffer, n):
     """``n`` items of ``buffer`` (64 bytes longer) that start on a cache line, so that each vector operation of
@@ -394,41 +466,54 @@ def quick_score_rows(X, lo, hi, features, feature_starts, threshold, lanes, keep
     """Scores of the rows ``lo:hi`` of ``X`` into ``out[lo:hi]`` (sums in tree order, as :func:`score_rows`),
     from a :class:`QuickScoreLayout` (``features`` … ``leaf_starts``); ``nogil``, for row ranges on threads.
 
-    Rows go in blocks of _LANES: per feature, the block's values (NaN as -inf: NaN goes right only at the splits
-    that send it there, applied after) and their largest; then the feature's splits in threshold order, each one
-    vector operation over the block, until the threshold reaches that largest value.
+    Rows go in blocks of _LANES: the block's values feature by feature (NaN as -inf: NaN goes right only at the
+    splits that send it there, applied after), with each feature's largest; then each feature's splits in
+    threshold order, each one vector operation over the block, up to the last threshold below that largest value.
     """
     n_trees = leaf_starts.shape[0] - 1
     reachable = _aligned(np.empty(n_trees * _LANES + 16, dtype=np.uint32), n_trees * _LANES)
-    values = _aligned(np.empty(_LANES + 8), _LANES)
+    n_features = X.shape[1]
+    # The block's values feature by feature, their largest and which are NaN (see _transpose_tile).
+    columns = _aligned(np.empty(n_features * _LANES + 8), n_features * _LANES)
+    largest = np.empty(n_features)
+    nan_lanes = np.empty(n_features, dtype=np.uint32)
+    block_rows = np.empty(_LANES, dtype=np.int64)
+    tiled = n_features - n_features % _TILE
     for start in range(lo, hi, _LANES):
         n = min(start + _LANES, hi) - start
         for i in range(n_trees * _LANES):
             reachable[i] = _ALL_LEAVES
+        for d in range(_LANES):
+            # Lanes past the block's rows repeat its last row (their leaves are never read): no branch.
+            block_rows[d] = start + min(d, n - 1)
+        for f in range(0, tiled, _TILE):
+            _transpose_tile(X, block_rows, 0, f, columns, largest, nan_lanes)
+            _transpose_tile(X, block_rows, _TILE, f, columns, largest, nan_lanes)
+        for f in range(tiled, n_features):  # the last few, one by one
+            largest[f] = -np.inf
+            nan_lanes[f] = 0
+            for d in range(_LANES):
+                value = np.float64(X[block_rows[d], f])
+                nan = value != value
+                nan_lanes[f] |= np.uint32(nan) << np.uint32(d)
+                value = -np.inf if nan else value
+                columns[f * _LANES + d] = value
+                largest[f] = max(largest[f], value)
         for i in range(features.shape[0]):
             f = features[i]
-            largest = -np.inf
-            any_nan = False
-            for d in range(_LANES):
-                # Lanes past the block's rows repeat its last row (their leaves are never read): no branch.
-                value = np.float64(X[start + min(d, n - 1), f])
-                nan = value != value
-                any_nan |= nan
-                value = -np.inf if nan else value
-                values[d] = value
-                largest = max(largest, value)
+            values = columns[f * _LANES:(f + 1) * _LANES]
             # The splits the block's largest value exceeds are a prefix (thresholds ascend); counted in a loop
             # that vectorises and has no exit to mispredict, and so that _keep_leaves reads the thresholds.
             first = np.uint64(feature_starts[i])
             end = first
             for k in range(first, np.uint64(feature_starts[i + 1])):
-                end += np.uint64(threshold[k] < largest)
+                end += np.uint64(threshold[k] < largest[f])
             for k in range(first, end):
                 _keep_leaves(reachable, lanes[k], values, threshold, k, keep[k])
-            if any_nan:
+            if nan_lanes[f]:
                 for k in range(nan_right_starts[i], nan_right_starts[i + 1]):
                     for d in range(n):
-                        if X[start + d, f] != X[start + d, f]:
+                        if nan_lanes[f] >> np.uint32(d) & np.uint32(1):
                             reachable[nan_right_lanes[k] + np.uint64(d)] &= nan_right_keep[k]
         for d in range(n):
             score = 0.0

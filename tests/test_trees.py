@@ -976,12 +976,13 @@ def test_predict_rows_walked_together_match_one_row_at_a_time(seed):
 @pytest.mark.parametrize("n_features", [6, 19])
 @pytest.mark.parametrize("seed", range(3))
 def test_quickscorer_scores_as_the_walk(seed, n_features):
-    # predict's QuickScorer (trees of up to 32 leaves): blocks of 16 rows, each feature's splits in threshold order
-    # until no row of the block exceeds the threshold. Row counts around the block, trees from a single leaf to 32
-    # leaves, NaN thresholds (every value left), NaN, ±inf, signed zeros and values on thresholds; the same bits
-    # as the walk (itself checked against each row walking each tree alone), on one thread and on several. The
-    # block's values are transposed eight features at a time and the rest one by one: 6 features are all "rest",
-    # 19 are two tiles and three more.
+    # predict's QuickScorer (trees of up to 32 leaves): blocks of 16 rows, each feature's splits in threshold order,
+    # all of them for a block of 8 rows or more and those below the block's largest value for fewer (1 row, the
+    # last block of 17 and 33 rows; 120 rows end in a block of 8). Row counts around the block, trees from a single
+    # leaf to 32 leaves, NaN thresholds (every value left), NaN, ±inf, signed zeros and values on thresholds; the
+    # same bits as the walk (itself checked against each row walking each tree alone), on one thread and on
+    # several. The block's values are transposed eight features at a time and the rest one by one: 6 features are
+    # all "rest", 19 are two tiles and three more.
     rng = np.random.default_rng(seed)
     trees, X = _trees_and_rows_of_special_values(rng, (1, 2, 31, 1, 32, 5, 17, 3), 120, n_features)
     trees[2]["threshold"][np.flatnonzero(trees[2]["left"] >= 0)[:3]] = np.nan

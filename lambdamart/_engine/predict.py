@@ -251,7 +251,7 @@ def score_rows(X, lo, hi, keys, step, threshold, value, depth, tree_starts, lock
 
 # ----------------------------------------------------------------------------- QuickScorer (trees of <= 32 leaves)
 
-# Rows scored together: one 16-lane vector operation per split (see _keep_leaves).
+# Rows scored together: one vector step (two halves of 8) per split (see _keep_leaves).
 _LANES = 16
 # A tree's reachable leaves are one uint32 bit set per row.
 _MAX_QUICK_LEAVES = 32
@@ -468,7 +468,8 @@ def quick_score_rows(X, lo, hi, features, feature_starts, threshold, lanes, keep
 
     Rows go in blocks of _LANES: the block's values feature by feature (NaN as -inf: NaN goes right only at the
     splits that send it there, applied after), with each feature's largest; then each feature's splits in
-    threshold order, each one vector operation over the block, up to the last threshold below that largest value.
+    threshold order, each one vector step over the block: all of them, or for a block of fewer than 8 rows those
+    below the block's largest value.
     """
     n_trees = leaf_starts.shape[0] - 1
     reachable = _aligned(np.empty(n_trees * _LANES + 16, dtype=np.uint32), n_trees * _LANES)

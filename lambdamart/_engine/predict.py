@@ -346,11 +346,10 @@ def _keep_leaves(typingctx, reachable, lanes, values, thresholds, k, keep):
 
     Written as LLVM vector operations because numba's loop vectoriser left this loop scalar (a 100-row query on
     100 trees took 3x as long as this way). Each half of the rows is compared with the threshold broadcast from
-    memory (loaded here rather than passed: a value in a register would take a shuffle to broadcast, and the
-    shuffle port is what the comparisons wait for) and its eight leaf sets updated under the comparison's mask;
-    the rows' values are marked invariant so that they stay in registers for all splits of the feature. Against
-    one 16-lane step that joined the two comparisons' masks (another shuffle) and took the caller's threshold:
-    a 100-row query 7 % faster.
+    memory (loaded here rather than passed, which would broadcast it from a register with a shuffle) and its eight
+    leaf sets updated under the comparison's mask; the rows' values are marked invariant so that they stay in
+    registers for all splits of the feature. Against one 16-lane step that joined the two comparisons' masks and
+    took the caller's threshold: a 100-row query 7 % faster.
     """
     def codegen(context, builder, signature, args):
         reachable_data = context.make_array(signature.args[0])(context, builder, args[0]).data

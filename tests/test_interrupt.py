@@ -16,6 +16,10 @@ _FIT_UNTIL_INTERRUPTED = textwrap.dedent("""
     from lambdamart import LambdaMARTRanker
     from lambdamart.datasets import make_ranking_data
 
+    # Ctrl-C as in an interactive session, also when the test runs in the background (nohup, `&`), where the shell
+    # ignores SIGINT for every process it starts and the fit, rightly, leaves an ignored SIGINT ignored.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
     X, y, qid = make_ranking_data(30, random_state=0)
     model = LambdaMARTRanker(n_estimators=1_000_000, learning_rate=0.01, subsample=0.8, verbose=1,
                              random_state=0)

@@ -377,6 +377,9 @@ def _keep_leaves(typingctx, reachable, lanes, keep, thresholds, first, end, valu
                 pointer = builder.gep(set_pointer, [ir.Constant(i64, h)])
                 builder.store(builder.and_(builder.load(pointer, align=4), mask), pointer, align=4)
         return context.get_dummy_value()
+    if (keep.dtype != types.uint32 or reachable.dtype != types.uint32 or lanes.dtype != types.uint64
+            or thresholds.dtype != types.float64 or values.dtype != types.float64):
+        return None  # a typing error: the vector types above are these
     return types.void(reachable, lanes, keep, thresholds, types.int64, types.int64, values), codegen
 
 

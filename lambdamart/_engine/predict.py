@@ -387,22 +387,20 @@ _TILE = 8  # rows and features of one transposed tile (see _transpose_tile)
 
 
 @intrinsic
-def _transpose_tile(typingctx, X, rows, lane, first_feature, columns, largest, nan_lanes):
+def _transpose_tile(typingctx, X, rows, lane, first_feature, columns, nan_lanes):
     """Eight features of eight rows of a block, feature by feature: for i, j < 8, f = first_feature + j,
-    ``columns[f * _LANES + lane + i] = X[rows[lane + i], f]`` with NaN as -inf; ``largest[f]`` becomes the
-    largest of those values and, with ``lane`` 8, of the ones there already; bit ``lane + i`` of ``nan_lanes[f]``
-    says whether the value was NaN (the other half's bits kept with ``lane`` 8).
+    ``columns[f * _LANES + lane + i] = X[rows[lane + i], f]`` with NaN as -inf; bit ``lane + i`` of
+    ``nan_lanes[f]`` says whether the value was NaN (the other half's bits kept with ``lane`` 8).
 
     The rows are loaded as eight vectors and transposed with shuffles (three rounds of pairwise interleaving), so
     that each feature's values of a block are contiguous. Reading them down the rows one value at a time, with the
-    NaN test and the running maximum, took ~15 % of a 100-row query.
+    NaN test, took ~15 % of a 100-row query.
     """
     def codegen(context, builder, signature, args):
         i64, i32, double = ir.IntType(64), ir.IntType(32), ir.DoubleType()
         x = context.make_array(signature.args[0])(context, builder, args[0])
         row_index = context.make_array(signature.args[1])(context, builder, args[1]).data
-        out, largest_data, nan_data = (context.make_array(signature.args[i])(context, builder, args[i]).data
-                                       for i in (4, 5, 6))
+        out, nan_data = (context.make_array(signature.args[i])(context, builder, args[i]).data for i in (4, 5))
         element = x.data.type.pointee
         width = builder.extract_value(x.shape, 1)
         loaded, doubles = ir.VectorType(element, _TILE), ir.VectorType(double, _TILE)
@@ -416,9 +414,6 @@ def _transpose_tile(typingctx, X, rows, lane, first_feature, columns, largest, n
 
         def shuffle(a, b, mask):
             return builder.shuffle_vector(a, b, ir.Constant(ir.VectorType(i32, _TILE), mask))
-
-        def maximum(a, b):
-            return builder.select(builder.fcmp_ordered(">", a, b), a, b)
         low, high = [0, 8, 2, 10, 4, 12, 6, 14], [1, 9, 3, 11, 5, 13, 7, 15]
         t = []
         for i in range(0, _TILE, 2):
@@ -438,12 +433,6 @@ def _transpose_tile(typingctx, X, rows, lane, first_feature, columns, largest, n
                 column = builder.select(nan, minus_inf, column)
                 start = builder.add(builder.mul(feature, ir.Constant(i64, _LANES)), args[2])
                 builder.store(column, builder.bitcast(builder.gep(out, [start]), doubles.as_pointer()), align=8)
-                for step in (4, 2, 1):  # the lanes' maximum, in lane 0
-                    column = maximum(column, shuffle(column, column, [(i + step) % _TILE for i in range(_TILE)]))
-                top = builder.extract_element(column, ir.Constant(i32, 0))
-                largest_pointer = builder.gep(largest_data, [feature])
-                top = builder.select(second_half, maximum(top, builder.load(largest_pointer)), top)
-                builder.store(top, largest_pointer)
                 bits = builder.shl(builder.zext(builder.bitcast(nan, ir.IntType(_TILE)), i32),
                                    builder.trunc(args[2], i32))
                 nan_pointer = builder.gep(nan_data, [feature])
@@ -452,7 +441,7 @@ def _transpose_tile(typingctx, X, rows, lane, first_feature, columns, largest, n
         return context.get_dummy_value()
     if X.ndim != 2 or X.layout != "C" or columns.dtype != types.float64 or nan_lanes.dtype != types.uint32:
         return None
-    return types.void(X, rows, types.int64, types.int64, columns, largest, nan_lanes), codegen
+    return types.void(X, rows, types.int64, types.int64, columns, nan_lanes), codegen
 
 
 @inner_kernel(inline="always")
@@ -470,16 +459,14 @@ def quick_score_rows(X, lo, hi, features, feature_starts, threshold, lanes, keep
     from a :class:`QuickScoreLayout` (``features`` … ``leaf_starts``); ``nogil``, for row ranges on threads.
 
     Rows go in blocks of _LANES: the block's values feature by feature (NaN as -inf: NaN goes right only at the
-    splits that send it there, applied after), with each feature's largest; then each feature's splits in
-    threshold order, each one vector step over the block: all of them, or for a block of fewer than 8 rows those
-    below the block's largest value.
+    splits that send it there, applied after); then each feature's splits in threshold order, each one vector step
+    over the block: all of them, or for a block of fewer than 8 rows those below the block's largest value.
     """
     n_trees = leaf_starts.shape[0] - 1
     reachable = _aligned(np.empty(n_trees * _LANES + 16, dtype=np.uint32), n_trees * _LANES)
     n_features = X.shape[1]
-    # The block's values feature by feature, their largest and which are NaN (see _transpose_tile).
+    # The block's values feature by feature and which are NaN (see _transpose_tile).
     columns = _aligned(np.empty(n_features * _LANES + 8), n_features * _LANES)
-    largest = np.empty(n_features)
     nan_lanes = np.empty(n_features, dtype=np.uint32)
     block_rows = np.empty(_LANES, dtype=np.int64)
     tiled = n_features - n_features % _TILE
@@ -491,10 +478,9 @@ def quick_score_rows(X, lo, hi, features, feature_starts, threshold, lanes, keep
             # Lanes past the block's rows repeat its last row (their leaves are never read): no branch.
             block_rows[d] = start + min(d, n - 1)
         for f in range(0, tiled, _TILE):
-            _transpose_tile(X, block_rows, 0, f, columns, largest, nan_lanes)
-            _transpose_tile(X, block_rows, _TILE, f, columns, largest, nan_lanes)
+            _transpose_tile(X, block_rows, 0, f, columns, nan_lanes)
+            _transpose_tile(X, block_rows, _TILE, f, columns, nan_lanes)
         for f in range(tiled, n_features):  # the last few, one by one
-            largest[f] = -np.inf
             nan_lanes[f] = 0
             for d in range(_LANES):
                 value = np.float64(X[block_rows[d], f])
@@ -502,7 +488,6 @@ def quick_score_rows(X, lo, hi, features, feature_starts, threshold, lanes, keep
                 nan_lanes[f] |= np.uint32(nan) << np.uint32(d)
                 value = -np.inf if nan else value
                 columns[f * _LANES + d] = value
-                largest[f] = max(largest[f], value)
         for i in range(features.shape[0]):
             f = features[i]
             values = columns[f * _LANES:(f + 1) * _LANES]
@@ -514,9 +499,12 @@ def quick_score_rows(X, lo, hi, features, feature_starts, threshold, lanes, keep
             first = feature_starts[i]
             end = feature_starts[i + 1]
             if n < _TILE:
+                largest = values[0]
+                for d in range(1, n):
+                    largest = max(largest, values[d])
                 end = first
                 for k in range(np.uint64(first), np.uint64(feature_starts[i + 1])):
-                    end += threshold[k] < largest[f]
+                    end += threshold[k] < largest
             _keep_leaves(reachable, lanes, keep, threshold, first, end, values)
             if nan_lanes[f]:
                 for k in range(nan_right_starts[i], nan_right_starts[i + 1]):

@@ -83,6 +83,9 @@ def benchmark_dataset(dataset, libraries, args, workdir):
         serve = attempt(f"{name} serving", {"mode": "serve", "library": name, **files})
         if serve is not None:
             section["serve"][name] = serve
+    if "lambdamart" in section["serve"]:
+        section["serve_control"] = attempt("host control for serving", {
+            "mode": "serve_control", "library": "lambdamart", "p50_s": section["serve"]["lambdamart"]["p50_s"]})
     if args.profile and "lambdamart" in libraries:
         section["profile"] = attempt("lambdamart profile", {"mode": "profile", "library": "lambdamart"})
     if args.objectives and "lambdamart" in libraries:

@@ -84,7 +84,7 @@ def render_section(section, libraries):
     if fits:
         out += [_training_table(fits, libraries), "", _ratio_table(fits, section["serve"], libraries), ""]
     if section["serve"]:
-        out += [_serving_table(section["serve"], libraries), ""]
+        out += [_serving_table(section["serve"], libraries, section.get("serve_control")), ""]
         out += _import_check(section)
     if section.get("profile"):
         out += _profile_table(section["profile"], fits.get("lambdamart"))
@@ -197,11 +197,14 @@ def _overhead(r):
     return r["peak_rss"] - r["rss_after_load"]
 
 
-def _serving_table(serves, libraries):
+def _serving_table(serves, libraries, control=None):
     header = ["library", "call", "import", "unpickle", "first predict", "p50", "p99", "mean"]
     rows = [[name, LIBRARIES[name].serve_path, _sec(serves[name]["import_s"]),
              _sec(serves[name]["unpickle_s"]), _sec(serves[name]["first_predict_s"]), _us(serves[name]["p50_s"]),
              _us(serves[name]["p99_s"]), _us(serves[name]["mean_s"])] for name in libraries if name in serves]
+    if control:
+        rows.append(["*host control*", "a numba loop: sums the query's rows, then arithmetic for lambdamart's p50",
+                     "", "", "", _us(control["p50_s"]), _us(control["p99_s"]), _us(control["mean_s"])])
     return (f"### Serving: one query of {SERVING_DOCS} documents per call, {SERVING_CALLS:,} calls, model unpickled "
             "in a fresh process\n\n" + _md_table(header, rows))
 
@@ -430,6 +433,11 @@ def render_notes():
   through `LambdaMARTRanker.predict` with its scikit-learn validation. The {SERVING_CALLS:,} calls score blocks of
   {SERVING_DOCS} consecutive rows among the first {SERVING_ROWS:,} test rows, cycling (a service scores features it
   has just computed, in cache); the first call after unpickling is timed apart and not in the percentiles.
+  The *host control* row is the machine's share of the tail: in its own process, the same calls on the same rows,
+  each reading all of its query's values and then only doing arithmetic, as long as lambdamart's median call. A
+  virtual machine's guest is stalled now and then (timer ticks, the hypervisor's handling of pages not touched for
+  a while); a call of a given length catches such a stall with some probability, whatever it computes, so a p99
+  near the control's is the host's, not the model's.
 - The profile is `LambdaMARTRanker.fit_profile_`: the estimator times each stage of its own fit (numba kernels
   return only when their work is done); finer splits inside tree growth are not measured.
 """

@@ -153,6 +153,46 @@ def work_serve(job, data):
     return result
 
 
+def work_serve_control(job, data):
+    """The host's share of the serving tail: a call that reads each query's rows like a model must and then only
+    does arithmetic, lasting as long as lambdamart's median call (``job["p50_s"]``), timed like work_serve.
+
+    On a machine whose hypervisor stalls the guest now and then (a timer tick, the first touch of recently unused
+    pages), a call of a given length is hit with some probability whatever it computes: this p99 is that floor.
+    """
+    import numba
+
+    # numba, not numpy: one call without temporaries, and a loop whose length the calibration sets exactly.
+    @numba.njit(nogil=True)
+    def read_then_spin(X, spins):
+        total = 0.0
+        for i in range(X.shape[0]):
+            for j in range(X.shape[1]):
+                total += X[i, j]
+        for _ in range(spins):  # a dependent chain: the compiler can neither drop nor shorten it
+            total = total * 0.999999 + 1e-9
+        return total
+
+    batches = _serving_batches(data["X_test"])
+    spins = 1000
+    read_then_spin(batches[0], spins)
+    for _ in range(6):  # calibrate: median call time over a pass of the batches, scaled to the target
+        took = np.empty(len(batches))
+        for i, batch in enumerate(batches):
+            start = time.perf_counter_ns()
+            read_then_spin(batch, spins)
+            took[i] = time.perf_counter_ns() - start
+        spins = max(1, round(spins * job["p50_s"] * 1e9 / float(np.median(took))))
+    latencies = np.empty(len(batches))
+    for i, batch in enumerate(batches):
+        start = time.perf_counter_ns()
+        read_then_spin(batch, spins)
+        latencies[i] = time.perf_counter_ns() - start
+    latencies *= 1e-9
+    return dict(p50_s=float(np.percentile(latencies, 50)), p99_s=float(np.percentile(latencies, 99)),
+                mean_s=float(latencies.mean()), calls=len(batches), target_s=job["p50_s"])
+
+
 def work_profile(job, data):
     """Where LambdaMARTRanker's fit time goes, with the test split as eval_set so validation shows.
 
@@ -214,7 +254,8 @@ def work_folds(job, data):
     return {"runs": runs}
 
 
-WORKER_MODES = {"warmup": work_warmup, "fit": work_fit, "serve": work_serve, "profile": work_profile,
+WORKER_MODES = {"warmup": work_warmup, "fit": work_fit, "serve": work_serve, "serve_control": work_serve_control,
+                "profile": work_profile,
                 "dask": work_dask, "folds": work_folds}
 
 

@@ -46,6 +46,7 @@ def test_smoke_run_writes_and_prints_the_report(bench, tmp_path):
                     "## How this is measured"):
         assert heading in report
     assert "| lambdamart |" in report
+    assert "| *host control* |" in report  # the serving tail's floor on this machine, measured beside ours
     for library in ("lightgbm", "xgboost"):
         if importlib.util.find_spec(library) is None:  # optional: skipped with a note
             assert f"{library} (not installed" in report

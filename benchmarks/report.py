@@ -111,17 +111,21 @@ def _summary_table(sections, libraries):
     """One line per dataset: lambdamart's fit time and peak memory as ratios to each other library's, and NDCG@10."""
     others = [n for n in libraries if n != "lambdamart"]
     header = ["dataset", "training rows", *[f"fit vs {n}" for n in others], *[f"peak RSS vs {n}" for n in others],
-              *[f"NDCG@10 {n}" for n in libraries]]
+              *[f"NDCG@10 {n}" for n in libraries], "serving p50 / p99", "host control p99"]
     rows = []
     for section in sections:
         fits = section["fit"]
         ours = fits.get("lambdamart")
+        serve, control = section.get("serve", {}).get("lambdamart"), section.get("serve_control")
         rows.append([section["name"], f"{section['shape']['train_rows']:,}",
                      *[_ratio(ours and ours["fit_s"], fits.get(n, {}).get("fit_s")) for n in others],
                      *[_ratio(ours and ours["peak_rss"], fits.get(n, {}).get("peak_rss")) for n in others],
-                     *[f"{_ndcg(fits[n], 10):.4f}" if n in fits else "–" for n in libraries]])
+                     *[f"{_ndcg(fits[n], 10):.4f}" if n in fits else "–" for n in libraries],
+                     f"{_us(serve['p50_s'])} / {_us(serve['p99_s'])}" if serve else "–",
+                     _us(control["p99_s"]) if control else "–"])
     return ["## Summary: lambdamart's fit time and peak memory over each library's, per dataset", "",
-            _md_table(header, rows)]
+            "Serving: lambdamart's latency for one 100-document query; the host control is the same calls by a "
+            "loop that only reads the rows, for as long (see the serving tables).", "", _md_table(header, rows)]
 
 
 def _draws_table(draws, libraries):

@@ -158,8 +158,10 @@ def test_size_sweep_datasets_and_summary(bench, monkeypatch):
     fit = {"fit_s": 1.0, "peak_rss": 2**30, "ndcg": {1: 0.5, 5: 0.5, 10: 0.5}}
     sections = [{"name": f"sweep {n}", "shape": {"train_rows": 1000}, "fit": {"lambdamart": fit, "lightgbm": fit}}
                 for n in ("3k", "16k")]
+    sections[1].update(serve={"lambdamart": {"p50_s": 50e-6, "p99_s": 180e-6}}, serve_control={"p99_s": 150e-6})
     summary = "\n".join(bench.report._summary_table(sections, ["lambdamart", "lightgbm"]))
-    assert "| sweep 3k | 1,000 | 1.00× | 1.00× | 0.5000 | 0.5000 |" in summary
+    assert "| sweep 3k | 1,000 | 1.00× | 1.00× | 0.5000 | 0.5000 | – | – |" in summary
+    assert "| sweep 16k | 1,000 | 1.00× | 1.00× | 0.5000 | 0.5000 | 50 µs / 180 µs | 150 µs |" in summary
 
 
 def test_quality_over_draws_fits_every_library_on_every_draw(bench, monkeypatch):

@@ -140,14 +140,7 @@ def work_serve(job, data):
     predict = lib.serve(model)
     batches = _serving_batches(data["X_test"])
     first_s, _ = _timed(predict, batches[0])
-    latencies = np.empty(len(batches))
-    for i, batch in enumerate(batches):
-        start = time.perf_counter_ns()
-        predict(batch)
-        latencies[i] = time.perf_counter_ns() - start
-    latencies *= 1e-9
-    result.update(unpickle_s=unpickle_s, first_predict_s=first_s, p50_s=float(np.percentile(latencies, 50)),
-                  p99_s=float(np.percentile(latencies, 99)), mean_s=float(latencies.mean()), calls=len(batches))
+    result.update(unpickle_s=unpickle_s, first_predict_s=first_s, **_latency_figures(_latencies(predict, batches)))
     if lib.jit_cache:
         result["numba"] = _numba_state()
     return result
@@ -176,21 +169,11 @@ def work_serve_control(job, data):
     batches = _serving_batches(data["X_test"])
     spins = 1000
     read_then_spin(batches[0], spins)
-    for _ in range(6):  # calibrate: median call time over a pass of the batches, scaled to the target
-        took = np.empty(len(batches))
-        for i, batch in enumerate(batches):
-            start = time.perf_counter_ns()
-            read_then_spin(batch, spins)
-            took[i] = time.perf_counter_ns() - start
-        spins = max(1, round(spins * job["p50_s"] * 1e9 / float(np.median(took))))
-    latencies = np.empty(len(batches))
-    for i, batch in enumerate(batches):
-        start = time.perf_counter_ns()
-        read_then_spin(batch, spins)
-        latencies[i] = time.perf_counter_ns() - start
-    latencies *= 1e-9
-    return dict(p50_s=float(np.percentile(latencies, 50)), p99_s=float(np.percentile(latencies, 99)),
-                mean_s=float(latencies.mean()), calls=len(batches), target_s=job["p50_s"])
+    for _ in range(6):  # calibrate: the median call over a pass of the batches, scaled to the target
+        took = _latencies(lambda batch, spins=spins: read_then_spin(batch, spins), batches)
+        spins = max(1, round(spins * job["p50_s"] / float(np.median(took))))
+    return dict(**_latency_figures(_latencies(lambda batch: read_then_spin(batch, spins), batches)),
+                target_s=job["p50_s"])
 
 
 def work_profile(job, data):
@@ -255,8 +238,7 @@ def work_folds(job, data):
 
 
 WORKER_MODES = {"warmup": work_warmup, "fit": work_fit, "serve": work_serve, "serve_control": work_serve_control,
-                "profile": work_profile,
-                "dask": work_dask, "folds": work_folds}
+                "profile": work_profile, "dask": work_dask, "folds": work_folds}
 
 
 # ------------------------------------------------------------------------------------------------ worker helpers
@@ -304,6 +286,21 @@ def _tiny_fit(lib, settings, data):
         warnings.simplefilter("ignore")  # e.g. "all labels equal" on a 50-row slice: irrelevant here
         lib.fit(model, X, y, qid)
     return model
+
+
+def _latencies(call, batches):
+    """Seconds each ``call(batch)`` took, in the order of ``batches``."""
+    took = np.empty(len(batches))
+    for i, batch in enumerate(batches):
+        start = time.perf_counter_ns()
+        call(batch)
+        took[i] = time.perf_counter_ns() - start
+    return took * 1e-9
+
+
+def _latency_figures(latencies):
+    return dict(p50_s=float(np.percentile(latencies, 50)), p99_s=float(np.percentile(latencies, 99)),
+                mean_s=float(latencies.mean()), calls=len(latencies))
 
 
 def _serving_batches(X, n_calls=SERVING_CALLS, n_docs=SERVING_DOCS):

@@ -167,13 +167,15 @@ def work_serve_control(job, data):
         return total
 
     batches = _serving_batches(data["X_test"])
+
+    def one_pass(spins):
+        return _latencies(lambda batch: read_then_spin(batch, spins), batches)
+
     spins = 1000
     read_then_spin(batches[0], spins)
     for _ in range(6):  # calibrate: the median call over a pass of the batches, scaled to the target
-        took = _latencies(lambda batch, spins=spins: read_then_spin(batch, spins), batches)
-        spins = max(1, round(spins * job["p50_s"] / float(np.median(took))))
-    return dict(**_latency_figures(_latencies(lambda batch: read_then_spin(batch, spins), batches)),
-                target_s=job["p50_s"])
+        spins = max(1, round(spins * job["p50_s"] / float(np.median(one_pass(spins)))))
+    return _latency_figures(one_pass(spins))
 
 
 def work_profile(job, data):

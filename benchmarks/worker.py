@@ -301,6 +301,7 @@ def _latencies(call, batches):
 
 
 def _latency_figures(latencies):
+    """p50, p99 and mean of ``latencies`` (seconds) and their count, as a worker reports them."""
     return dict(p50_s=float(np.percentile(latencies, 50)), p99_s=float(np.percentile(latencies, 99)),
                 mean_s=float(latencies.mean()), calls=len(latencies))
 

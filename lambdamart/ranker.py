@@ -28,7 +28,7 @@ from ._checkpoint import Checkpoints, TrainingState, check_compatible, encode_pa
 from ._compat import Interval, StrOptions, validate_params
 from ._engine.binning import MAX_BINS, bin_features, find_thresholds
 from ._engine.contributions import contributions_serial, expected_values, explain_rows
-from ._engine.grower import GrowthParams, add_leaf_values, grow_tree, make_workspace
+from ._engine.grower import GrowthParams, add_leaf_values, add_leaf_values_threaded, grow_tree, make_workspace
 from ._engine.histogram import make_layout
 from ._engine.predict import (
     QuickScoreLayout,
@@ -635,6 +635,9 @@ class LambdaMARTRanker(BaseEstimator):
         all_features = np.arange(n_features, dtype=np.int64)
         n_tree_features = max(1, int(round(self.max_features * n_features)))
         n_tree_queries = max(1, int(round(self.subsample * n_queries)))
+        # Without subsampling every tree partitions this buffer of all rows, put back in order after each tree.
+        tree_rows = all_rows.copy()
+        every_row = n_tree_queries == n_queries
         params = self._growth_params()
         workspace = make_workspace(n_rows, layout, self.max_leaf_nodes)
         parallel_work, partition_rows = node_parallel_work(), node_partition_rows(n_rows)
@@ -655,7 +658,7 @@ class LambdaMARTRanker(BaseEstimator):
                     tree_queries = np.sort(rng.choice(n_queries, n_tree_queries, replace=False))
                     rows = _query_rows(offsets, tree_queries)
                 else:
-                    tree_queries, rows = all_queries, all_rows.copy()
+                    tree_queries, rows = all_queries, tree_rows
                 features = all_features
                 if n_tree_features < n_features:
                     features = np.sort(rng.choice(n_features, n_tree_features, replace=False)).astype(np.int64)
@@ -667,7 +670,13 @@ class LambdaMARTRanker(BaseEstimator):
                 tree = grow_tree(codes, n_bins, layout, features, grad, hess, rows, params, workspace, parallel_work,
                                  partition_rows)
                 watch.lap("tree_growth")
-                add_leaf_values(scores, rows, tree.feature, tree.value, tree.node_start, tree.node_stop)
+                if partition_rows is None:
+                    add_leaf_values(scores, rows, tree.feature, tree.value, tree.node_start, tree.node_stop)
+                    if every_row:
+                        np.copyto(tree_rows, all_rows)
+                else:  # a large fit: its threads share the scatter, and the rows' reordering
+                    add_leaf_values_threaded(scores, rows, tree.feature, tree.value, tree.node_start, tree.node_stop,
+                                             numba.get_num_threads(), every_row)
                 if rows.shape[0] < n_rows:  # rows outside the subsample walk the tree
                     rest = np.setdiff1d(all_rows, rows, assume_unique=True)
                     add_tree_binned(codes, n_bins, tree, rest, scores)

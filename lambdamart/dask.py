@@ -275,7 +275,7 @@ class _Shard:
         """Add the tree to the scores (training rows and eval sets); NDCG sums and query counts when ``record``."""
         starts = np.array(rows.node_start, dtype=np.int64)
         stops = np.array(rows.node_stop, dtype=np.int64)
-        add_leaf_values(self.scores, rows.rows, tree.feature, tree.value, starts, stops)
+        add_leaf_values(self.scores, rows.rows, tree.feature, tree.value, starts, stops, False)
         if tree_rows.shape[0] < self.scores.shape[0]:
             rest = np.setdiff1d(np.arange(self.scores.shape[0], dtype=np.int64), tree_rows, assume_unique=True)
             add_tree_binned(self.codes, self.n_bins, tree, rest, self.scores)

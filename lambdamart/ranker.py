@@ -670,13 +670,11 @@ class LambdaMARTRanker(BaseEstimator):
                 tree = grow_tree(codes, n_bins, layout, features, grad, hess, rows, params, workspace, parallel_work,
                                  partition_rows)
                 watch.lap("tree_growth")
+                leaf_values = (scores, rows, tree.feature, tree.value, tree.node_start, tree.node_stop, every_row)
                 if partition_rows is None:
-                    add_leaf_values(scores, rows, tree.feature, tree.value, tree.node_start, tree.node_stop)
-                    if every_row:
-                        np.copyto(tree_rows, all_rows)
-                else:  # a large fit: its threads share the scatter, and the rows' reordering
-                    add_leaf_values_threaded(scores, rows, tree.feature, tree.value, tree.node_start, tree.node_stop,
-                                             numba.get_num_threads(), every_row)
+                    add_leaf_values(*leaf_values)
+                else:  # a large fit: its threads share the scatter and the rows' reordering
+                    add_leaf_values_threaded(*leaf_values, numba.get_num_threads())
                 if rows.shape[0] < n_rows:  # rows outside the subsample walk the tree
                     rest = np.setdiff1d(all_rows, rows, assume_unique=True)
                     add_tree_binned(codes, n_bins, tree, rest, scores)

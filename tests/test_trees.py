@@ -715,7 +715,7 @@ def test_leaves_partition_rows_and_values_are_newton_steps():
     # add_leaf_values adds each leaf's value to its rows: the same as predicting the training rows.
     scores = np.zeros(y.size)
     raw = result["raw"]
-    add_leaf_values(scores, result["rows"], raw.feature, raw.value, raw.node_start, raw.node_stop)
+    add_leaf_values(scores, result["rows"], raw.feature, raw.value, raw.node_start, raw.node_stop, False)
     np.testing.assert_array_equal(scores, predict_one_tree(tree, X))
 
 

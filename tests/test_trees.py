@@ -641,6 +641,60 @@ def test_histogram_layout_blocks_respect_the_uint16_bin_range(shared_lists, monk
     np.testing.assert_allclose(hist[:, :2], direct[:, :2], rtol=0, atol=1e-10)
 
 
+@pytest.mark.parametrize("n_blocks", [1, 2])
+def test_sparse_slot_tables_pad_short_rows_and_list_long_ones_apart(n_blocks):
+    # Rows with no, few and many entries in the sparse features, so that each table has padded rows and rows whose
+    # entries overflow their slots; the histogram is still the direct one, and padding never touches a value bin.
+    rng = np.random.default_rng(5)
+    n, n_sparse = 3000, 24
+    X = rng.normal(size=(n, n_sparse + 3))
+    busy = rng.random(n) < 0.15  # rows with most of their sparse features set
+    keep = rng.random((n, n_sparse)) < np.where(busy, 0.9, 0.1)[:, None]
+    X[:, :n_sparse] = np.where(keep, X[:, :n_sparse], 0.0)
+    _, _, codes, n_bins = binned(X, 16)
+    layout = make_layout(codes, n_bins, n_blocks)
+    listed = [k for k in range(layout.n_blocks) if layout.slot_width[k] > 0]
+    assert listed and layout.overflow_bin.size > 0
+    assert layout.sparse_slots.ctypes.data % 64 == 0
+    for k in listed:
+        width = layout.slot_width[k]
+        table = layout.sparse_slots[layout.slot_start[k]:layout.slot_start[k + 1]].reshape(n, -1)
+        assert table.shape[1] % 32 == 0 and table.shape[1] >= width and np.all(table[:, width:] == 0)
+        members = layout.block_members[layout.block_ptr[k]:layout.block_ptr[k + 1]]
+        sparse = members[layout.mode_bin[members] >= 0]
+        entries = sum((codes[f] != layout.mode_bin[f]).astype(np.int64) for f in sparse)
+        extra = np.diff(layout.overflow_ptr[k])
+        np.testing.assert_array_equal(extra, np.maximum(entries - width, 0))
+        assert np.any(entries < width) and np.any(extra > 0)
+        # Padding points at skipped bins only: the bins the fill overwrites.
+        skipped = layout.bin_offsets[sparse] + layout.mode_bin[sparse] - layout.sparse_base[k]
+        padding = np.arange(width)[None, :] >= entries[:, None]
+        assert np.all(np.isin(table[:, :width][padding], skipped))
+        assert not np.any(np.isin(table[:, :width][~padding], skipped))
+    grad, hess = rng.normal(size=n), rng.uniform(0.1, 1.0, n)
+    for rows in (np.arange(n), np.sort(rng.choice(n, 200, replace=False))):
+        hist = new_histograms(1, layout.total_bins)[0]
+        hist[:] = np.nan
+        build_histogram(codes, layout, rows, grad[rows], hess[rows], grad[rows].sum(), hess[rows].sum(), hist)
+        direct = _direct_histogram(codes, n_bins, layout.bin_offsets, rows, grad, hess)
+        np.testing.assert_array_equal(hist[:, 2], direct[:, 2])
+        np.testing.assert_allclose(hist[:, :2], direct[:, :2], rtol=0, atol=1e-10)
+
+
+def test_slot_width_is_the_cheapest_under_the_work_model():
+    rng = np.random.default_rng(0)
+    for trial in range(100):
+        entries = rng.poisson(rng.uniform(0, 20), size=rng.integers(1, 300))
+        if trial % 10 == 0:
+            entries[:] = 0
+        widths = np.arange(entries.max() + 2)
+        work = [w * histogram._SLOT_WORK + ((entries > w).sum() * histogram._OVERFLOW_ROW_WORK
+                                            + np.maximum(entries - w, 0).sum() * histogram._OVERFLOW_ENTRY_WORK)
+                / entries.size for w in widths]
+        assert histogram._slot_width(entries) == int(np.argmin(work))
+    assert histogram._slot_width(np.zeros(0, dtype=np.int64)) == 0
+
+
 # ---------------------------------------------------------------- trees against the brute force
 
 
@@ -1090,7 +1144,7 @@ def test_layout_on_threads_equals_one_thread(monkeypatch):
             for n_threads in (1, 2, numba.config.NUMBA_NUM_THREADS):
                 with parallel_region(n_threads):
                     threaded = make_layout(codes, n_bins, n_blocks, split_over_threads)
-                assert threaded.sparse_bin.size > 0 and threaded.group_codes.size > 0
+                assert threaded.sparse_slots.size > 0 and threaded.group_codes.size > 0
                 for name, value in serial._asdict().items():
                     np.testing.assert_array_equal(getattr(threaded, name), value, err_msg=name)
 

@@ -18,7 +18,10 @@ Histograms are built with a *layout* made once per fit (:func:`make_layout`):
   ahead of time: a node's rows are scattered over the training set.
 - A *sparse* feature, one whose most frequent bin holds at least ``SPARSE_SHARE`` of the rows (zeros, missing
   values, flags), is stored apart as per-row lists of the bins other than that one; the skipped bin is filled in
-  afterwards as the node's totals minus the feature's other bins (exact for the count).
+  afterwards as the node's totals minus the feature's other bins (exact for the count). A block's lists are a table
+  of the same number of *slots* per row, so a row's loop always runs as long and its end is predicted; a shorter
+  list is padded with the skipped bins of the block's features, whose sums are overwritten by that fill anyway,
+  and the entries of a longer one that do not fit go to a per-row *overflow* list.
 """
 
 from typing import NamedTuple
@@ -44,11 +47,23 @@ SPARSE_SHARE = 0.5
 # histograms outgrow the L2 cache). Blocks of 34 dense features grew trees 8 % faster in two groups of 17 than in
 # three of 11-12.
 GROUP_FEATURES = 32
-# The blocks' work per row in dense-feature updates (0.71 ns each on make_ranking_data): a sparse list entry costs
-# 1.1 (0.8 ns), and a block's lists 12 more per row (8.5 ns: the mispredicted end of each row's list). With all
-# sparse features in one block of two, a node's histogram took 12 % less time than with them cut in two.
-_ENTRY_WORK = 1.1
-_LIST_WORK = 12.0
+# The blocks' work per row in dense-feature updates (0.77 ns each on make_ranking_data at 570k rows): a sparse entry
+# costs about one, and a block's table of them 6 more per row (its padding and overflow lists; 16 entries a row
+# took 17 ns). With all sparse features in one block of two, a node's histogram took 12 % less time than with them
+# cut in two (measured with lists of the rows' own lengths, whose mispredicted ends cost 12 a row).
+_ENTRY_WORK = 1.0
+_LIST_WORK = 6.0
+# The slot table's width per block minimises, over the rows' list lengths, the work of a slot (a padded or filled
+# one, about a dense update) plus that of a row with an overflow list (its loop's end mispredicted, as every row's
+# was with lists of their own lengths) and of an entry in one. make_ranking_data at 570k rows (16 +- 4.4 entries a
+# row in one block): 19 slots, the block's lists 13-16 instead of 21 ns a row (slots padded with one repeated bin
+# instead of distinct ones were 2-3 ns slower: each update then waits for the last). A row's slots start on a
+# 64-byte line and take whole lines (_SLOTS_PER_LINE), so a row far from the last costs one cache miss, not two:
+# 10 % and 1 % of those rows, 16.5 and 23.5 ns a row instead of 18.3 and 28.8 with rows of 19 slots back to back.
+_SLOT_WORK = 1.0
+_OVERFLOW_ROW_WORK = 12.0
+_OVERFLOW_ENTRY_WORK = 1.5
+_SLOTS_PER_LINE = 32  # uint16 slots in a 64-byte cache line
 # From this many training rows the histograms are most of a tree's time, and the sparse features' lists go to as
 # few blocks as possible (the model above). On smaller data the split search weighs as much (LightGBM's example,
 # 3k rows: 57 % of a tree), costs per feature in a way this model does not capture, and contiguous blocks of equal
@@ -93,10 +108,19 @@ class HistogramLayout(NamedTuple):
         row ``r``'s codes of it are ``group_codes[group_dense[q] * n_rows + r * w:][:w]``.
     dense_offsets : int64 array
         ``bin_offsets`` of each dense feature, in ``dense_features`` order.
-    sparse_ptr : int64 array (n_blocks, n_rows + 1)
-        Row ``r``'s sparse entries in block ``k`` are ``sparse_bin[sparse_ptr[k, r]:sparse_ptr[k, r + 1]]``.
-    sparse_bin : uint16 array
-        Bins of the sparse entries, relative to ``sparse_base`` of their block.
+    slot_width : int64 array (n_blocks,)
+        Slots per row of each block's table of sparse entries (0 for a block without sparse features).
+    slot_start : int64 array (n_blocks + 1,)
+        Block ``k``'s table is ``sparse_slots[slot_start[k]:slot_start[k + 1]].reshape(n_rows, -1)``: a row's
+        slots are its first ``slot_width[k]`` entries, the rest of the row (up to whole cache lines) is unused.
+    sparse_slots : uint16 array, 64-byte aligned
+        Row by row, a row's first ``slot_width[k]`` sparse bins of block ``k``, then (for a shorter list) skipped
+        bins of the block's sparse features, relative to ``sparse_base`` of the block.
+    overflow_ptr : int64 array (n_blocks, n_rows + 1)
+        Row ``r``'s entries in block ``k`` beyond its slots are ``overflow_bin[overflow_ptr[k, r]:overflow_ptr[k,
+        r + 1]]``.
+    overflow_bin : uint16 array
+        Bins of those entries, relative to ``sparse_base`` of their block.
     sparse_base : int64 array (n_blocks,)
         The first histogram row of each block's sparse features.
     mode_bin : int64 array (n_features,)
@@ -111,8 +135,11 @@ class HistogramLayout(NamedTuple):
     group_dense: np.ndarray
     group_codes: np.ndarray
     dense_offsets: np.ndarray
-    sparse_ptr: np.ndarray
-    sparse_bin: np.ndarray
+    slot_width: np.ndarray
+    slot_start: np.ndarray
+    sparse_slots: np.ndarray
+    overflow_ptr: np.ndarray
+    overflow_bin: np.ndarray
     sparse_base: np.ndarray
     mode_bin: np.ndarray
 
@@ -191,14 +218,13 @@ def make_layout(codes, n_bins, n_blocks, split=None):
     over_ranges(copy_groups, n_rows, codes.size, split)
     block_sparse = np.asarray([0] + [s1 for _, s1 in sparse_chunks], dtype=np.int64)
     sparse_base = bin_offsets[np.append(sparse_features, 0)[block_sparse[:-1]]]
-    sparse_ptr, sparse_bin = _sparse_rows(codes, bin_offsets, sparse_base, sparse_features, block_sparse, mode_bin,
-                                          split)
+    lists = _sparse_rows(codes, bin_offsets, sparse_base, sparse_features, block_sparse, mode_bin, split)
     return HistogramLayout(bin_offsets=bin_offsets,
                            block_ptr=np.cumsum([0] + [m.shape[0] for m in members]).astype(np.int64),
                            block_members=np.concatenate(members).astype(np.int64), dense_features=dense_features,
                            block_groups=np.asarray(block_groups, dtype=np.int64), group_dense=group_dense,
                            group_codes=group_codes, dense_offsets=bin_offsets[dense_features],
-                           sparse_ptr=sparse_ptr, sparse_bin=sparse_bin, sparse_base=sparse_base, mode_bin=mode_bin)
+                           **lists, sparse_base=sparse_base, mode_bin=mode_bin)
 
 
 def _share_out(sparse_work, sparse_features, dense_work, bin_offsets, n_blocks):
@@ -291,57 +317,96 @@ def _bin_counts(codes, width, step):
 
 
 def _sparse_rows(codes, bin_offsets, sparse_base, sparse_features, block_sparse, mode_bin, split):
-    """The blocks' per-row lists of sparse bins: ``sparse_ptr`` (n_blocks, n_rows + 1) and ``sparse_bin``; ``split``
-    shares ranges of rows among threads.
+    """The blocks' tables of sparse entries: the :class:`HistogramLayout` fields ``slot_width``, ``slot_start``,
+    ``sparse_slots``, ``overflow_ptr`` and ``overflow_bin``, as a dict; ``split`` shares ranges of rows among
+    threads.
 
-    Both are allocated here by numpy, which asks Linux for transparent huge pages on large arrays (numba's
+    The arrays are allocated here by numpy, which asks Linux for transparent huge pages on large arrays (numba's
     allocations do not): a node's rows read their lists from all over these arrays, and with 4 kB pages nearly
     every row missed the TLB twice. Trees on 3M generated rows grew 5-7 % faster.
     """
     n_blocks, n_rows = sparse_base.shape[0], codes.shape[1]
-    ptr = np.zeros((n_blocks, n_rows + 1), dtype=np.int64)
-    args = (codes, bin_offsets, sparse_base, sparse_features, block_sparse, mode_bin, ptr)
+    overflow_ptr = np.zeros((n_blocks, n_rows + 1), dtype=np.int64)
+    slot_width = np.zeros(n_blocks, dtype=np.int64)
+    slot_start = np.zeros(n_blocks + 1, dtype=np.int64)
     n_values = n_rows * sparse_features.shape[0]
     no_entries = np.empty(0, dtype=np.uint16)  # the counting pass writes none
-    over_ranges(lambda lo, hi: _fill_sparse_rows(*args, no_entries, lo, hi, False), n_rows, n_values, split)
-    # Row r's count in block k, at ptr[k, r + 1], becomes the end of its list: the lists block after block.
-    np.cumsum(ptr[:, 1:], axis=1, out=ptr[:, 1:])
-    ptr += np.concatenate(([0], np.cumsum(ptr[:-1, -1])))[:, None]
-    sparse_bin = np.empty(ptr[-1, -1], dtype=np.uint16)
-    over_ranges(lambda lo, hi: _fill_sparse_rows(*args, sparse_bin, lo, hi, True), n_rows, n_values, split)
-    return ptr, sparse_bin
+
+    def fill(slots, overflow_bin, write):
+        over_ranges(lambda lo, hi: _fill_sparse_rows(codes, bin_offsets, sparse_base, sparse_features, block_sparse,
+                                                     mode_bin, slot_width, slot_start, slots, overflow_ptr,
+                                                     overflow_bin, lo, hi, write), n_rows, n_values, split)
+
+    fill(no_entries, no_entries, False)  # row r's entries in block k, at overflow_ptr[k, r + 1]
+    for k in range(n_blocks):
+        slot_width[k] = _slot_width(overflow_ptr[k, 1:])
+    np.cumsum(-(-slot_width // _SLOTS_PER_LINE) * _SLOTS_PER_LINE * n_rows, out=slot_start[1:])
+    # What does not fit in a row's slots, and where it ends: the overflow lists, block after block.
+    np.maximum(overflow_ptr[:, 1:] - slot_width[:, None], 0, out=overflow_ptr[:, 1:])
+    np.cumsum(overflow_ptr[:, 1:], axis=1, out=overflow_ptr[:, 1:])
+    overflow_ptr += np.concatenate(([0], np.cumsum(overflow_ptr[:-1, -1])))[:, None]
+    raw = np.zeros(slot_start[-1] + _SLOTS_PER_LINE, dtype=np.uint16)  # zeros: the unused slots are defined too
+    first = (-raw.ctypes.data % 64) // 2
+    sparse_slots = raw[first:first + slot_start[-1]]
+    overflow_bin = np.empty(overflow_ptr[-1, -1], dtype=np.uint16)
+    fill(sparse_slots, overflow_bin, True)
+    return dict(slot_width=slot_width, slot_start=slot_start, sparse_slots=sparse_slots, overflow_ptr=overflow_ptr,
+                overflow_bin=overflow_bin)
+
+
+def _slot_width(entries):
+    """The number of slots per row for rows of ``entries`` sparse entries each that costs the least work."""
+    if entries.shape[0] == 0:
+        return 0
+    rows = np.bincount(entries)  # rows[c]: how many rows have c entries
+    lengths = np.arange(rows.shape[0])
+    # For a width of L slots: the rows with more than L entries, and their entries beyond the L-th.
+    longer = entries.shape[0] - np.cumsum(rows)
+    beyond = np.cumsum((lengths * rows)[::-1])[::-1] - lengths * np.cumsum(rows[::-1])[::-1]
+    work = lengths * _SLOT_WORK + (longer * _OVERFLOW_ROW_WORK + beyond * _OVERFLOW_ENTRY_WORK) / entries.shape[0]
+    return int(np.argmin(work))
 
 
 @kernel(nogil=True)  # serial, as the binning kernels (see binning.py)
-def _fill_sparse_rows(codes, bin_offsets, sparse_base, sparse_features, block_sparse, mode_bin, ptr, sparse_bin,
-                      row_lo, row_hi, fill):
-    """For the rows ``row_lo:row_hi``: without ``fill``, count every row's entries per block into ``ptr[k, r + 1]``;
-    with ``fill``, write the entries into ``sparse_bin`` at the lists ``ptr`` then points to. Two passes, so that
-    the caller can allocate ``sparse_bin`` between them."""
+def _fill_sparse_rows(codes, bin_offsets, sparse_base, sparse_features, block_sparse, mode_bin, slot_width, slot_start,
+                      sparse_slots, overflow_ptr, overflow_bin, row_lo, row_hi, write):
+    """For the rows ``row_lo:row_hi``: without ``write``, count every row's entries per block into
+    ``overflow_ptr[k, r + 1]``; with ``write``, fill the rows' slots and their overflow lists at ``overflow_ptr``.
+    Two passes, so that the caller can choose the widths and allocate the arrays between them."""
     n_blocks = sparse_base.shape[0]
     chunk = 1024
     row_bins = np.empty(sparse_features.shape[0] + 1, dtype=np.uint16)
     for start in range(row_lo, row_hi, chunk):
         stop = min(start + chunk, row_hi)
         for k in range(n_blocks):
-            if not fill:
+            if not write:
                 for s in range(block_sparse[k], block_sparse[k + 1]):
                     f = sparse_features[s]
                     for i in range(start, stop):
-                        ptr[k, i + 1] += codes[f, i] != mode_bin[f]
+                        overflow_ptr[k, i + 1] += codes[f, i] != mode_bin[f]
                 continue
-            base = sparse_base[k]
+            base, width = sparse_base[k], slot_width[k]
+            stride = (slot_start[k + 1] - slot_start[k]) // codes.shape[1]  # rows here, so at least one
+            first, n_features = block_sparse[k], block_sparse[k + 1] - block_sparse[k]
             for i in range(start, stop):
                 # Every bin is written and only the kept ones advance: no branch to mispredict on each feature.
                 n = 0
-                for s in range(block_sparse[k], block_sparse[k + 1]):
+                for s in range(first, first + n_features):
                     f = sparse_features[s]
                     code = codes[f, i]
                     row_bins[n] = bin_offsets[f] - base + code
                     n += code != mode_bin[f]
-                # A loop, not a slice assignment, whose shape check would compile numba's string formatting.
-                for j in range(n):
-                    sparse_bin[ptr[k, i] + j] = row_bins[j]
+                # Padding cycles through the block's skipped bins, so consecutive slots update different bins.
+                at = slot_start[k] + i * stride
+                for j in range(width):
+                    if j < n:
+                        sparse_slots[at + j] = row_bins[j]
+                    else:
+                        f = sparse_features[first + j % n_features]
+                        sparse_slots[at + j] = bin_offsets[f] - base + mode_bin[f]
+                # Loops, not slice assignments, whose shape checks would compile numba's string formatting.
+                for j in range(width, n):
+                    overflow_bin[overflow_ptr[k, i] + j - width] = row_bins[j]
 
 
 @intrinsic
@@ -393,20 +458,21 @@ def _accumulate_group(hist, rows, ordered_grad, ordered_hess, group_codes, offse
 
 
 @inner_kernel
-def _accumulate_sparse(hist, rows, ordered_grad, ordered_hess, ptr, sparse_bin, base):
+def _accumulate_sparse(hist, rows, ordered_grad, ordered_hess, slots, width, base, overflow_ptr, overflow_bin):
     n = rows.shape[0]
     ahead = _PREFETCH_DISTANCE
     for i in range(n):
-        # Where a row's list starts is itself a load, so it is requested twice as far ahead as the list.
-        if i + 2 * ahead < n:
-            _prefetch(ptr, rows[i + 2 * ahead])
         if i + ahead < n:
-            _prefetch(sparse_bin, ptr[rows[i + ahead]])
+            _prefetch(slots, rows[i + ahead] * slots.shape[1])
+            _prefetch(overflow_ptr, rows[i + ahead])
         r = rows[i]
         g = ordered_grad[i]
         h = ordered_hess[i]
-        for e in range(ptr[r], ptr[r + 1]):
-            _add_to_bin(hist, base + sparse_bin[e], g, h)
+        for p in range(width):
+            _add_to_bin(hist, base + slots[r, p], g, h)
+        if overflow_ptr[r + 1] > overflow_ptr[r]:  # most rows have none: a predicted branch
+            for e in range(overflow_ptr[r], overflow_ptr[r + 1]):
+                _add_to_bin(hist, base + overflow_bin[e], g, h)
 
 
 @inner_kernel
@@ -419,14 +485,16 @@ def build_block(codes, layout, k, rows, ordered_grad, ordered_hess, sum_grad, su
     members = layout.block_members[layout.block_ptr[k]:layout.block_ptr[k + 1]]
     for f in members:
         hist[bin_offsets[f]:bin_offsets[f + 1], :] = 0.0
-    n_rows = layout.sparse_ptr.shape[1] - 1
+    n_rows = layout.overflow_ptr.shape[1] - 1
     for q in range(layout.block_groups[k], layout.block_groups[k + 1]):
         a, b = group_dense[q], group_dense[q + 1]
         _accumulate_group(hist, rows, ordered_grad, ordered_hess,
                           layout.group_codes[a * n_rows:b * n_rows].reshape(n_rows, b - a), layout.dense_offsets[a:b])
-    if layout.sparse_ptr[k, n_rows] > layout.sparse_ptr[k, 0]:  # a block of dense features only skips the rows
-        _accumulate_sparse(hist, rows, ordered_grad, ordered_hess, layout.sparse_ptr[k], layout.sparse_bin,
-                           layout.sparse_base[k])
+    width = layout.slot_width[k]
+    if width > 0 or layout.overflow_ptr[k, n_rows] > layout.overflow_ptr[k, 0]:  # else no sparse entries to add
+        table = layout.sparse_slots[layout.slot_start[k]:layout.slot_start[k + 1]]
+        _accumulate_sparse(hist, rows, ordered_grad, ordered_hess, table.reshape(n_rows, table.shape[0] // n_rows),
+                           width, layout.sparse_base[k], layout.overflow_ptr[k], layout.overflow_bin)
     for f in members:
         if mode_bin[f] >= 0:
             skipped = bin_offsets[f] + mode_bin[f]

@@ -29,6 +29,8 @@ def write_atomically(path, text, encoding="utf-8"):
     ------
     ValueError
         When ``path`` names a directory (or ends with a separator).
+    FileNotFoundError
+        When the folder ``path`` would be in does not exist.
     """
     given = os.fspath(path)
     if names_a_directory(given):
@@ -42,6 +44,9 @@ def write_atomically(path, text, encoding="utf-8"):
             f.write(text)
         return
     path = Path(os.path.realpath(given))
+    if not path.parent.is_dir():  # else open() below would name our temporary file, not the user's path
+        raise FileNotFoundError(f"Cannot write {given!r}: the folder {str(path.parent)!r} does not exist; create it "
+                                "first.")
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
     try:
         # "x": never follow or clobber an existing file; created with the process's umask, like a plain open().

@@ -900,7 +900,7 @@ def run_compare(args):
     int
         0; failures raise :class:`CommandError`.
     """
-    from .evaluation import correct_p_values, paired_test
+    from .evaluation import _MAX_RESAMPLES, correct_p_values, paired_test
     from .trec import read_qrels, read_run
 
     wanted = parse_metrics(args.metrics)
@@ -908,8 +908,9 @@ def run_compare(args):
         raise usage_error("compare needs at least two runs: the baseline first, then the runs to test against it.")
     if not 0 < args.alpha < 1:
         raise usage_error("--alpha must be between 0 and 1 (e.g. 0.05).")
-    if args.resamples < 1:
-        raise usage_error("--resamples must be at least 1.")
+    if not 1 <= args.resamples <= _MAX_RESAMPLES:
+        raise usage_error(f"--resamples must be between 1 and {_MAX_RESAMPLES:,} (the bootstrap keeps every "
+                          "resample's mean).")
     if args.seed < 0:
         raise usage_error("--seed must be a non-negative integer.")
     qrels = _read_trec(args.qrels, "--qrels", read_qrels)

@@ -62,6 +62,7 @@ from .exceptions import SchedulerLostError, WorkerLostError
 from .ranker import (
     _BINNING_SUBSAMPLE,
     LambdaMARTRanker,
+    _check_leaf_values,
     _check_same_features,
     _ndcg_per_query,
     _predict_trees,
@@ -894,6 +895,7 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
                 rng.set_state(before)  # the round starts again, with the same draws
                 raise
             rng.set_state(answers[0]["rng_state"])  # the draws the objectives made on the workers
+            _check_leaf_values(answers[0]["tree"].value, it, self.learning_rate)
             if progress.position_bias is not None:  # as a local fit, the biases move after every round's gradients
                 progress.position_bias = update_position_bias(sum(a["loss_totals"] for a in answers),
                                                               progress.position_bias, float(self.position_bias_norm))

@@ -669,6 +669,7 @@ class LambdaMARTRanker(BaseEstimator):
                 growth_helper = None
                 tree = grow_tree(codes, n_bins, layout, features, grad, hess, rows, params, workspace, parallel_work,
                                  partition_rows)
+                _check_leaf_values(tree.value, it, self.learning_rate)
                 watch.lap("tree_growth")
                 leaf_values = (scores, rows, tree.feature, tree.value, tree.node_start, tree.node_stop, every_row)
                 if partition_rows is None:
@@ -1106,6 +1107,17 @@ def _select_queries(rows, offsets, keep):
     new_offsets = np.zeros(sizes.shape[0] + 1, dtype=np.int64)
     np.cumsum(sizes, out=new_offsets[1:])
     return rows[_query_rows(offsets, np.flatnonzero(keep))], new_offsets
+
+
+def _check_leaf_values(values, it, learning_rate):
+    """Refuse a round whose tree has a NaN or infinite value.
+
+    The model could not be saved (model files refuse them) and every later round would learn from NaN gradients.
+    """
+    if not np.all(np.isfinite(values)):
+        raise ValueError(f"Round {it + 1} grew a leaf whose value is not finite: the learning rate times a Newton "
+                         f"step (learning_rate={learning_rate!r}) overflowed float64. Use a smaller learning_rate, or "
+                         "l2_regularization > 0.")
 
 
 def _query_rows(offsets, queries):

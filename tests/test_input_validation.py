@@ -326,6 +326,16 @@ def test_ranknet_partners_that_would_not_fit_in_memory_raise(data):
         LambdaMARTRanker(objective="ranknet", pairs_per_document=10**9).fit(X, y, qid)
 
 
+@pytest.mark.parametrize("objective", ["pointwise", "lambdarank"])
+def test_a_learning_rate_that_overflows_the_leaf_values_raises_naming_the_round(data, objective):
+    """Any finite learning_rate passes the parameter check; one whose leaves overflow float64 must stop the fit
+    rather than leave NaN or infinite scores and a model its own file reader would refuse."""
+    X, y, qid = data
+    ranker = LambdaMARTRanker(objective, **{**FAST, "learning_rate": 1e308})
+    with pytest.raises(ValueError, match=r"Round \d grew a leaf whose value is not finite.*smaller learning_rate"):
+        ranker.fit(X, y, qid)
+
+
 def test_zero_threads_raise_at_fit(data):
     X, y, qid = data
     with pytest.raises(ValueError, match=r"n_jobs == 0 has no meaning"):

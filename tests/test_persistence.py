@@ -313,6 +313,9 @@ def test_save_is_atomic_and_overwrites(tmp_path, model, data):
     model.save_model(str(path))
     assert [p.name for p in tmp_path.iterdir()] == ["model.json"]  # no temporary file left behind
     np.testing.assert_array_equal(load_model(str(path)).predict(X), model.predict(X))
+    missing = tmp_path / "no such folder"
+    with pytest.raises(FileNotFoundError, match="the folder '.*no such folder' does not exist; create it first"):
+        model.save_model(missing / "model.json")  # named as given, not as our temporary file
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="symbolic links and named pipes as on POSIX")

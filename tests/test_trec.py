@@ -225,6 +225,8 @@ def test_trec_usage_errors(collection, tmp_path, capsys):
          "--seed must be"),
         (["compare", "--qrels", collection["qrels"], collection["good"], collection["good"], "--alpha", "5"], 2,
          "--alpha must be between 0 and 1"),
+        (["compare", "--qrels", collection["qrels"], collection["good"], collection["good"], "--test", "t",
+          "--resamples", "20000000"], 2, "--resamples must be between 1 and 10,000,000"),
         (["evaluate", "--qrels", collection["qrels"], "--run", collection["good"], "--data", "x"], 2, "give either"),
         (["compare", "--qrels", tmp_path / "none.txt", collection["good"], collection["good"]], 1,
          "--qrels file not found"),

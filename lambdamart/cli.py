@@ -105,7 +105,12 @@ def usage_error(message):
 
 
 def build_parser():
-    """The argument parser of the ``lambdamart`` command and its subcommands."""
+    """The argument parser of the ``lambdamart`` command and its subcommands.
+
+    Returns
+    -------
+    argparse.ArgumentParser
+    """
     parser = argparse.ArgumentParser(
         prog="lambdamart",
         description="Gradient-boosted LambdaMART learning to rank. Start with 'lambdamart demo'.",
@@ -900,7 +905,7 @@ def run_compare(args):
     int
         0; failures raise :class:`CommandError`.
     """
-    from .evaluation import _MAX_RESAMPLES, correct_p_values, paired_test
+    from .evaluation import MAX_RESAMPLES, correct_p_values, paired_test
     from .trec import read_qrels, read_run
 
     wanted = parse_metrics(args.metrics)
@@ -908,8 +913,8 @@ def run_compare(args):
         raise usage_error("compare needs at least two runs: the baseline first, then the runs to test against it.")
     if not 0 < args.alpha < 1:
         raise usage_error("--alpha must be between 0 and 1 (e.g. 0.05).")
-    if not 1 <= args.resamples <= _MAX_RESAMPLES:
-        raise usage_error(f"--resamples must be between 1 and {_MAX_RESAMPLES:,} (the bootstrap keeps every "
+    if not 1 <= args.resamples <= MAX_RESAMPLES:
+        raise usage_error(f"--resamples must be between 1 and {MAX_RESAMPLES:,} (the bootstrap keeps every "
                           "resample's mean).")
     if args.seed < 0:
         raise usage_error("--seed must be a non-negative integer.")

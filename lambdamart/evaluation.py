@@ -41,8 +41,9 @@ __all__ = ["Comparison", "TESTS", "paired_test", "compare", "compare_to_baseline
            "parse_metric", "RunEvaluation", "evaluate_run"]
 
 TESTS = ("t", "wilcoxon", "sign", "randomization", "bootstrap")
-# The most resamples paired_test takes, and the values (resamples x queries) it has scipy draw at a time.
-_MAX_RESAMPLES = 10_000_000
+# The most resamples paired_test takes (the CLI checks --resamples against it), and the values (resamples x queries)
+# it has scipy draw at a time.
+MAX_RESAMPLES = 10_000_000
 _BATCH_VALUES = 1_000_000
 
 
@@ -172,8 +173,8 @@ def paired_test(values_a: ArrayLike, values_b: ArrayLike, *, test: str = "t", co
         raise ValueError(f"unknown test {test!r}.{hint} Tests: {', '.join(TESTS)}.")
     if not isinstance(confidence, float | int) or not 0 < confidence < 1:
         raise ValueError(f"confidence must be between 0 and 1 (e.g. 0.95); got {confidence!r}.")
-    if not isinstance(n_resamples, int | np.integer) or not 1 <= n_resamples <= _MAX_RESAMPLES:
-        raise ValueError(f"n_resamples must be a positive integer up to {_MAX_RESAMPLES:,} (the bootstrap keeps "
+    if not isinstance(n_resamples, int | np.integer) or not 1 <= n_resamples <= MAX_RESAMPLES:
+        raise ValueError(f"n_resamples must be a positive integer up to {MAX_RESAMPLES:,} (the bootstrap keeps "
                          f"every resample's mean); got {n_resamples!r}.")
     a, b = _check_values(values_a, values_b)
     # Resamples drawn in batches of ~1M values: scipy's default draws all at once (n_resamples x queries floats).

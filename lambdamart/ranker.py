@@ -180,25 +180,26 @@ class LambdaMARTRanker(BaseEstimator):
         Threads for fit and predict; None or -1 uses all cores.
     random_state : int, RandomState or None, default=None
         Seeds binning subsamples, ``subsample``, ``max_features``, the validation split, RankNet's sampled
-        partners (``pairs_per_document``) and ListMLE's tie-breaks.
+        partners (``pairs_per_document``), ListMLE's tie-breaks, XE-NDCG's random targets and YetiRank's
+        perturbations of the scores.
     warm_start : bool, default=False
         When True, a second ``fit`` on the same data with a larger ``n_estimators`` adds rounds to the fitted
         ensemble instead of starting again (scikit-learn's meaning): the bin thresholds, the validation split, the
         random state, the early-stopping record and what the objective learned (position biases) carry over, and
-        the result is bit-identical to one fit of the larger ``n_estimators``. Other parameters than
-        ``n_estimators`` (and ``verbose``, ``n_jobs``, the checkpoint ones) raise a ValueError, as do other data
-        when the fit continued had ``warm_start=True`` or a ``checkpoint_dir`` (it then keeps a digest of its
-        binned data; other row or feature counts are always refused). A fit that early stopping ended
-        stays as it is, as one longer fit would have stopped there too. The training state comes from the last
-        fit of this ranker (or an unpickled one; not a model loaded with :func:`~lambdamart.load_model`), else
-        from the newest checkpoint in ``checkpoint_dir``: after a crash, the same fit with ``warm_start=True``
-        continues from there and ends with the model an uninterrupted fit makes.
+        the result is bit-identical to one fit of the larger ``n_estimators``. Other parameters than ``n_estimators``
+        (and ``verbose``, ``n_jobs``, ``importance_type``, the checkpoint ones) raise a ValueError, as do other data
+        when the fit continued had ``warm_start=True`` or a ``checkpoint_dir`` (it then keeps a digest of its binned
+        data; other row or feature counts are always refused). A fit that early stopping ended stays as it is, as one
+        longer fit would have stopped there too. The training state comes from the last fit of this ranker (or an
+        unpickled one; not a model loaded with :func:`~lambdamart.load_model`), else from the newest checkpoint in
+        ``checkpoint_dir``: after a crash, the same fit with ``warm_start=True`` continues from there and ends with
+        the model an uninterrupted fit makes.
     checkpoint_dir : str, os.PathLike or None, default=None
         A directory where ``fit`` saves its training state every ``checkpoint_every`` rounds and at its end, as
         files ``round-NNNNNN.npz`` (the newest two are kept; written atomically, read without pickle). A fit that
         starts afresh (not continuing one, see ``warm_start``) first deletes the directory's checkpoint files. A
-        continued fit must use the same data and parameters (``n_estimators``, ``verbose``, ``n_jobs`` and
-        these three may change); anything else is refused with a message.
+        continued fit must use the same data and parameters (``n_estimators``, ``verbose``, ``n_jobs``,
+        ``importance_type`` and these three may change); anything else is refused with a message.
     checkpoint_every : int, default=10
         Rounds between checkpoints.
     verbose : int, default=0
@@ -408,6 +409,11 @@ class LambdaMARTRanker(BaseEstimator):
         train_rows, offsets, holdout = self._split_queries(groups, rng, self.early_stopping is True and not eval_items)
         eval_sets = [(X[rows], label_gains(y[rows], self.gain, "y"), offsets_v) for rows, offsets_v in holdout]
         eval_sets += [self._eval_set_queries(X_v, y_v, qid_v, i) for i, (X_v, y_v, qid_v) in enumerate(eval_items)]
+        if eval_sets and self.early_stopping is not False and _no_query_has_an_order(eval_sets[0][1], eval_sets[0][2]):
+            warnings.warn("early stopping watches a validation set in which every query has all labels equal (or a "
+                          "single document): its NDCG is the same after every round, so the fit stops after "
+                          f"n_iter_no_change={self.n_iter_no_change} rounds and keeps the first. Check its labels and "
+                          "qid, or pass early_stopping=False.", UserWarning, stacklevel=2)
         queries = self._training_queries(y, train_rows, offsets, sample_weight, position)
 
         # Every parallel kernel of the fit runs inside this region, the objective's set-up included.
@@ -501,9 +507,7 @@ class LambdaMARTRanker(BaseEstimator):
 
     def _training_queries(self, y, rows, offsets, sample_weight, position):
         labels = y[rows]
-        sizes = np.diff(offsets)
-        starts = offsets[:-1][sizes > 0]
-        if np.array_equal(np.maximum.reduceat(labels, starts), np.minimum.reduceat(labels, starts)):
+        if _no_query_has_an_order(labels, offsets):
             warnings.warn("every training query has all labels equal (or a single document), so there is no "
                           "order within a query to learn: the model cannot rank documents (ranking objectives "
                           "predict a constant). Check the labels, or the qid that groups rows into queries.",
@@ -521,6 +525,9 @@ class LambdaMARTRanker(BaseEstimator):
         except ValueError as e:
             raise ValueError(f"{where} X: {e}") from None
         y = check_y(y, X.shape[0], f"{where} y")
+        if qid is None and X.shape[0] > 1:
+            warnings.warn(f"{where} has no qid, so all its rows are scored as one query. Pass (X, y, qid) to score it "
+                          "per query.", UserWarning, stacklevel=4)
         try:
             groups = group_queries(qid, X.shape[0])
         except ValueError as e:
@@ -1107,6 +1114,12 @@ def _select_queries(rows, offsets, keep):
     new_offsets = np.zeros(sizes.shape[0] + 1, dtype=np.int64)
     np.cumsum(sizes, out=new_offsets[1:])
     return rows[_query_rows(offsets, np.flatnonzero(keep))], new_offsets
+
+
+def _no_query_has_an_order(values, offsets):
+    """Whether every query of ``values`` (laid out by ``offsets``) has one value only: no order to learn or score."""
+    starts = offsets[:-1][np.diff(offsets) > 0]
+    return np.array_equal(np.maximum.reduceat(values, starts), np.minimum.reduceat(values, starts))
 
 
 def _check_leaf_values(values, it, learning_rate):

@@ -208,8 +208,22 @@ def _columns(path, layout):
     return columns, numbers, separator
 
 
+def _check_plain(path, numbers, texts, what, kind):
+    """A ValueError naming the first line whose ``what`` has an underscore or a non-ASCII character.
+
+    Python's ``int`` and ``float`` read "1_0" as 10 and take other scripts' digits; trec_eval's C parsing stops at
+    them, so a file both accept would mean other numbers to each.
+    """
+    joined = "".join(texts)
+    if joined.isascii() and "_" not in joined:  # one pass in C: the common case
+        return
+    bad = next(i for i, t in enumerate(texts) if not t.isascii() or "_" in t)
+    raise ValueError(f"{path}, line {numbers[bad]}: the {what} {texts[bad]!r} is not {kind} (ASCII digits, no '_').")
+
+
 def _integers(path, numbers, texts, what):
     """The column ``texts`` as int64; a ValueError naming the first line whose ``what`` is not an integer."""
+    _check_plain(path, numbers, texts, what, "an integer")
     try:
         return np.array(texts, dtype=np.int64)
     except (ValueError, OverflowError):
@@ -264,6 +278,7 @@ def read_run(path: str | os.PathLike) -> Run:
         that is not an integer, a document listed twice for a query, or an empty file.
     """
     columns, numbers, separator = _columns(path, "qid Q0 docno rank score run_name")
+    _check_plain(path, numbers, columns[4], "score", "a number")
     score = np.empty(len(numbers))
     for i, text in enumerate(columns[4]):
         try:

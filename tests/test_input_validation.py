@@ -378,3 +378,15 @@ def test_bad_eval_sets_raise(data, eval_set, message):
     X, y, qid = data
     with pytest.raises(ValueError, match=message):
         LambdaMARTRanker(**FAST).fit(X, y, qid, eval_set=eval_set(X, y, qid))
+
+
+def test_an_eval_set_that_cannot_tell_rounds_apart_warns(data):
+    """A validation set whose queries all have one label scores NDCG 1 after every round: early stopping would keep
+    the first tree without a word. One without qid is scored as a single query, as score() warns."""
+    X, y, qid = data
+    ranker = LambdaMARTRanker(**{**FAST, "n_estimators": 20}, n_iter_no_change=3)
+    with pytest.warns(UserWarning, match=r"every query has all labels equal .*n_iter_no_change=3 rounds"):
+        ranker.fit(X, y, qid, eval_set=[(X, np.zeros_like(y), qid)])
+    assert ranker.n_estimators_ == 1
+    with pytest.warns(UserWarning, match=r"eval_set\[0\] has no qid, so all its rows are scored as one query"):
+        LambdaMARTRanker(**FAST).fit(X, y, qid, eval_set=[(X, y)])

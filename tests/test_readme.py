@@ -66,7 +66,7 @@ SLOW = {"Training on a Dask cluster", "Searching hyper-parameters on a cluster"}
                                           for s, c in PYTHON], ids=[f"{i}-{s}" for i, (s, _) in enumerate(PYTHON)])
 def test_python_block_runs(section, code, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # blocks may write files (the command-line section writes LETOR files)
-    exec(compile(code, f"README.md [{section}]", "exec"), {"__name__": "__readme__"})
+    exec(compile(code, f"README.md [{section}]", "exec"), {"__name__": "__main__"})
 
 
 BASH = [(section, code) for section, language, code in blocks() if language == "bash" and section not in NOT_RUN]
@@ -79,7 +79,7 @@ def test_bash_block_runs(section, code, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     for block_section, python in PYTHON:
         if block_section == section:
-            exec(compile(python, f"README.md [{section}]", "exec"), {"__name__": "__readme__"})
+            exec(compile(python, f"README.md [{section}]", "exec"), {"__name__": "__main__"})
     env = dict(os.environ)
     # The console scripts of the interpreter running the tests come first.
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")

@@ -92,6 +92,12 @@ def test_qrels_round_trip_and_to_arrays(tmp_path):
     (trec.read_qrels, "1 0 a 99999999999999999999\n", "line 1: the relevance '99999999999999999999' is not an "
                                                       "integer"),
     (trec.read_run, "1 Q0 a +-1 0.5 r\n", "line 1: the rank '\\+-1' is not an integer"),
+    # Python's int and float read "1_0" as 10 and take other scripts' digits; trec_eval does not.
+    (trec.read_qrels, "1 0 a 1\n1 0 b 1_0\n", r"line 2: the relevance '1_0' is not an integer \(ASCII digits, "
+                                             r"no '_'\)"),
+    (trec.read_qrels, "1 0 a \u0663\n", "line 1: the relevance '\u0663' is not an integer"),
+    (trec.read_run, "1 Q0 a 1_0 0.5 r\n", "line 1: the rank '1_0' is not an integer"),
+    (trec.read_run, "1 Q0 a 1 0.5 r\n1 Q0 b 2 1_5 r\n", "line 2: the score '1_5' is not a number"),
 ])
 def test_bad_files_name_the_line(tmp_path, reader, text, message):
     path = tmp_path / "bad.txt"

@@ -51,7 +51,8 @@ _EXPORT_FORMATS = ("lightgbm", "xgboost", "xgboost-dump", "onnx")
 _FORMATS = """\
 Data files are LETOR/SVMlight text, one document per line: "<label> qid:<query id> <index>:<value> ...", or
 the same without qid: when FILE.query holds the number of consecutive rows of each query (LightGBM's layout).
-Feature indices are 1-based unless index 0 occurs in the file; .gz and .bz2 files are read too.
+Feature indices are 1-based (LETOR's numbering) unless index 0 occurs in the file, or as --index-base says;
+train reads --train and --valid with one numbering. .gz and .bz2 files are read too.
 
 Exit codes: 0 success, 1 missing/unreadable/malformed file or untrainable data, 2 bad command line, 130
 interrupted, 141 stdout closed early by its reader (e.g. "| head"; output stops quietly)."""
@@ -118,6 +119,13 @@ def build_parser():
     parser.add_argument("--version", action="version", version=f"lambdamart {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
+    def index_base_option(sub):
+        sub.add_argument("--index-base", choices=("auto", "0", "1"), default="auto",
+                         help="how feature indices map to columns: 1, index 1 is the first column (LETOR's "
+                              "numbering); 0, index 0 is (scikit-learn's dump_svmlight_file writes so); auto "
+                              "(default), 0 when index 0 occurs in the file(s), else 1. Give the numbering the "
+                              "training data was read with: a file that happens to lack feature 0 reads as 1-based")
+
     def command(name, summary, description, run):
         sub = commands.add_parser(name, help=summary, description=description, epilog=_FORMATS,
                                   formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -143,6 +151,7 @@ def build_parser():
                        help="training data: one file, or with --scheduler/--dask-workers several files or glob "
                             "patterns (\"data/*.txt\"), read in parallel on the cluster")
     train.add_argument("--valid", nargs="+", metavar="FILE", help="validation data for early stopping (optional)")
+    index_base_option(train)
     cluster = train.add_mutually_exclusive_group()
     cluster.add_argument("--scheduler", metavar="ADDRESS",
                          help="train on the Dask cluster of this scheduler (e.g. tcp://10.0.0.1:8786): the workers "
@@ -177,6 +186,7 @@ def build_parser():
     predict.add_argument("--model", required=True, metavar="MODEL", help="a model file written by train")
     predict.add_argument("--data", required=True, metavar="FILE", help="LETOR/SVMlight data to score")
     predict.add_argument("--output", metavar="FILE", help="write scores here instead of stdout")
+    index_base_option(predict)
     predict.add_argument("--format", choices=("scores", "trec"), default="scores",
                          help="scores: one score per data line (default). trec: a TREC run file, 'qid Q0 docno rank "
                               "score run_name', ranked per query; docno is the data line's number (1-based), the "
@@ -194,6 +204,7 @@ def build_parser():
                        "P@k divides by k; a query without a relevant document counts 0.", run_evaluate)
     evaluate.add_argument("--model", metavar="MODEL", help="a model file written by train (with --data)")
     evaluate.add_argument("--data", metavar="FILE", help="LETOR data with qid: or FILE.query (with --model)")
+    index_base_option(evaluate)
     evaluate.add_argument("--qrels", metavar="QRELS", help="TREC relevance judgements, 'qid iter docno rel' (with "
                                                            "--run)")
     evaluate.add_argument("--run", dest="run_file", metavar="RUN",
@@ -551,10 +562,14 @@ def run_train(args):
     args.train = args.train[0]
     args.valid = args.valid[0] if args.valid else None
 
-    X, y, qid = _read_letor(args.train, "--train")
+    zero_based = _zero_based(args)
+    if zero_based == "auto" and args.valid is not None:  # one numbering for both files, as sklearn reads several
+        zero_based = any(_scan(path, option)[1] == 0 for path, option in ((args.train, "--train"),
+                                                                           (args.valid, "--valid")))
+    X, y, qid = _read_letor(args.train, "--train", zero_based)
     sets = [(args.train, X, y, qid)]
     if args.valid is not None:
-        sets.append((args.valid,) + _read_letor(args.valid, "--valid"))
+        sets.append((args.valid,) + _read_letor(args.valid, "--valid", zero_based))
     width = max(s[1].shape[1] for s in sets)  # files list only non-zero features, so widths can differ
     sets = [(path, _dense(X, width), y, qid) for path, X, y, qid in sets]
     for path, X, _, qid in sets:
@@ -592,19 +607,23 @@ def _train_on_cluster(args, params, init_model):
         cluster = distributed.LocalCluster(n_workers=args.dask_workers, threads_per_worker=1, processes=True,
                                            dashboard_address=":0")
         client = distributed.Client(cluster)
+    # The workers read the files, which may not be on this machine: without --index-base each read_letor call
+    # decides the numbering of its own files.
+    zero_based = _zero_based(args)
     try:
         sets = []
         for option, paths in (("--train", args.train), ("--valid", args.valid)):
             if paths:
                 try:
-                    sets.append((option, " ".join(paths), read_letor(paths, dtype=np.float64)))
+                    sets.append((option, " ".join(paths), read_letor(paths, dtype=np.float64,
+                                                                     zero_based=zero_based)))
                 except (ValueError, OSError) as error:
                     raise CommandError(_file_error(option, " ".join(paths), error)) from None
         width = max(arrays[0].shape[1] for _, _, arrays in sets)
         for i, (option, names, arrays) in enumerate(sets):
             if arrays[0].shape[1] < width:  # files list only non-zero features, so widths can differ
                 sets[i] = (option, names, read_letor(args.train if option == "--train" else args.valid,
-                                                     n_features=width, dtype=np.float64))
+                                                     n_features=width, dtype=np.float64, zero_based=zero_based))
         for _, names, (X, _, _) in sets:
             print(f"{names}: {_plural(X.shape[0], 'row')}, {_plural(X.numblocks[0], 'block')}, "
                   f"{_plural(X.shape[1], 'feature')}", flush=True)
@@ -720,7 +739,7 @@ def run_predict(args):
     ranker = _load_model(args.model)
     if args.format == "trec":
         return _predict_run(args, ranker)
-    X = _dense(_read_features(args.data), ranker.n_features_in_, args.data)
+    X = _dense(_read_features(args.data, _data_zero_based(args, ranker)), ranker.n_features_in_, args.data)
     scores = ranker.predict(X)
     text = "".join(f"{s!r}\n" for s in scores.tolist())  # shortest repr: reads back as the same float64
     if args.output is None:
@@ -736,7 +755,7 @@ def _predict_run(args, ranker):
     """``predict --format trec``: the data's documents ranked per query as a TREC run (docno = data line number)."""
     from .trec import format_run, to_run, write_run
 
-    X, _, qid = _read_letor(args.data, "--data")
+    X, _, qid = _read_letor(args.data, "--data", _data_zero_based(args, ranker))
     scores = ranker.predict(_dense(X, ranker.n_features_in_, args.data))
     docno = np.arange(1, scores.shape[0] + 1)
     try:
@@ -830,7 +849,7 @@ def run_evaluate(args):
     _check_readable(args.model, "--model")
     _check_readable(args.data, "--data")
     ranker = _load_model(args.model)
-    X, y, qid = _read_letor(args.data, "--data")
+    X, y, qid = _read_letor(args.data, "--data", _data_zero_based(args, ranker))
     X = _dense(X, ranker.n_features_in_, args.data)
     scores = ranker.predict(X)
     print(f"{args.data}: {_plural(X.shape[0], 'row')}, {_plural(np.unique(qid).size, 'query')}", file=sys.stderr)
@@ -1020,12 +1039,45 @@ def _load_model(path, option="--model"):
         raise CommandError(f"{option}: cannot read {path}: {error.strerror or error}") from None
 
 
-def _read_letor(path, option):
+def _zero_based(args):
+    """``zero_based`` of the readers for ``--index-base``."""
+    return {"auto": "auto", "0": True, "1": False}[args.index_base]
+
+
+def _scan(path, option):
+    """:func:`~lambdamart.datasets.scan_letor` of ``path``, its errors as the command's."""
+    from .datasets import scan_letor
+
+    try:
+        return scan_letor(path)
+    except (ValueError, OSError) as error:
+        raise CommandError(_file_error(option, path, error)) from None
+
+
+def _data_zero_based(args, ranker):
+    """``zero_based`` for ``--data`` scored by ``ranker``, with a note when ``auto`` could be reading it wrong.
+
+    A 0-based file in which no row has feature 0 reads as 1-based, every column one to the left. If its last
+    feature is there, its largest index is then the model's width minus one: exactly what 0-based numbering would
+    give, and what a 1-based file shows only when no row has the model's last feature.
+    """
+    zero_based = _zero_based(args)
+    if zero_based == "auto":
+        _, lowest, highest, _ = _scan(args.data, "--data")
+        if lowest is not None and lowest > 0 and highest == ranker.n_features_in_ - 1:
+            print(f"note: {args.data} has no feature index 0, so it is read 1-based (index 1 is the model's first "
+                  f"column), but its indices run to {highest}, as a 0-based file for the model's "
+                  f"{ranker.n_features_in_} features would. If they start at 0, pass --index-base 0.",
+                  file=sys.stderr)
+    return zero_based
+
+
+def _read_letor(path, option, zero_based):
     """Sparse features, labels and query ids of a LETOR file (qid: fields or FILE.query sizes)."""
     from .datasets import load_letor
 
     try:
-        return load_letor(path, sparse=True, dtype=np.float64)
+        return load_letor(path, sparse=True, dtype=np.float64, zero_based=zero_based)
     except (ValueError, OSError) as error:
         raise CommandError(_file_error(option, path, error)) from None
 
@@ -1050,12 +1102,12 @@ def _read_positions(path, n_rows):
     return np.array(positions, dtype=np.int64)
 
 
-def _read_features(path):
+def _read_features(path, zero_based):
     """Sparse features of an SVMlight/LETOR file, with or without query information (predict needs none)."""
     from .datasets import load_features
 
     try:
-        return load_features(path, sparse=True, dtype=np.float64)
+        return load_features(path, sparse=True, dtype=np.float64, zero_based=zero_based)
     except (ValueError, OSError) as error:
         raise CommandError(_file_error("--data", path, error)) from None
 

@@ -116,6 +116,39 @@ def test_predict_reads_values_in_float64_as_python_does(tmp_path, capsys):
     np.testing.assert_array_equal([float(line) for line in out.splitlines()], ranker.predict(X))
 
 
+def test_a_zero_based_file_without_feature_0_is_noted_and_read_as_index_base_says(tmp_path, capsys):
+    """scikit-learn writes 0-based files and leaves zeros out: a file in which no row has feature 0 would read as
+    1-based, every column one to the left. train reads --valid with --train's numbering; predict and evaluate note
+    the doubt, and --index-base 0 reads the file as the model was trained."""
+    rng = np.random.default_rng(0)
+    X, qid = rng.random((200, 4)), np.repeat(np.arange(20), 10)
+    y = (X[:, 0] * 3).astype(int)
+    X_test = X.copy()
+    X_test[:, 0] = 0
+    dump_svmlight_file(X, y, str(tmp_path / "train.txt"), query_id=qid)  # 0-based, feature 0 present
+    dump_svmlight_file(X_test, y, str(tmp_path / "test.txt"), query_id=qid)  # 0-based, no feature 0 written
+    code, out, _ = run(capsys, "train", "--train", tmp_path / "train.txt", "--valid", tmp_path / "test.txt",
+                       "--model", tmp_path / "m.json", "--param", "n_estimators=5", "min_samples_leaf=2")
+    assert code == 0 and out.count("4 features") == 2, out
+    ranker = load_model(tmp_path / "m.json")
+    X_read, y_read, qid_read = load_letor(tmp_path / "train.txt", dtype=np.float64)
+    in_python = lambdamart.LambdaMARTRanker(n_estimators=5, min_samples_leaf=2).fit(
+        X_read, y_read, qid_read, eval_set=[(X_test, y, qid)])
+    # --valid's columns are --train's:
+    np.testing.assert_array_equal(ranker.validation_score_, in_python.validation_score_)
+    code, out, err = run(capsys, "predict", "--model", tmp_path / "m.json", "--data", tmp_path / "test.txt")
+    assert code == 0 and "has no feature index 0, so it is read 1-based" in err and "--index-base 0" in err
+    code, out, err = run(capsys, "predict", "--model", tmp_path / "m.json", "--data", tmp_path / "test.txt",
+                         "--index-base", "0")
+    assert code == 0 and err == ""
+    np.testing.assert_array_equal([float(line) for line in out.splitlines()], ranker.predict(X_test))
+    code, _, err = run(capsys, "evaluate", "--model", tmp_path / "m.json", "--data", tmp_path / "test.txt")
+    assert code == 0 and "has no feature index 0" in err
+    code, _, err = run(capsys, "predict", "--model", tmp_path / "m.json", "--data", tmp_path / "train.txt",
+                       "--index-base", "1")
+    assert code == 1 and "invalid feature index 0; indices start at 1" in err
+
+
 def test_evaluate_prints_the_metrics_of_the_python_api(files, model, capsys):
     code, out, err = run(capsys, "evaluate", "--model", model, "--data", files["test"], "--metrics",
                          "NDCG@10,ndcg,map,mrr@3,p@2,precision@3,recall@5,hits@1,err@5,dcg@3,kendall")

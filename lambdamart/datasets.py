@@ -54,7 +54,7 @@ def load_letor(path, *, query_file=None, n_features=None, dtype=np.float32, spar
     n_features : int, optional
         Number of feature columns. By default the largest index in the file decides; give it when several
         files (train/test) must have the same width, or when the last features are all zero in this file.
-    dtype : numpy dtype, default=np.float32
+    dtype : {np.float32, np.float64}, default=np.float32
         Dtype of ``X``.
     sparse : bool, default=False
         Return ``X`` as a :class:`scipy.sparse.csr_matrix` instead of a dense C-contiguous array.
@@ -136,7 +136,7 @@ def load_features(path, *, n_features=None, dtype=np.float32, sparse=False, zero
     n_features : int, optional
         Number of feature columns. By default the largest index in the file decides; give the model's
         ``n_features_in_`` to get exactly its width (an index beyond it is then an error).
-    dtype : numpy dtype, default=np.float32
+    dtype : {np.float32, np.float64}, default=np.float32
         Dtype of ``X``.
     sparse : bool, default=False
         Return ``X`` as a :class:`scipy.sparse.csr_matrix` instead of a dense C-contiguous array.
@@ -257,6 +257,9 @@ def _token_index(token):
 
 def _read_svmlight(path, n_features, dtype, zero_based):
     """``(X, y)`` from sklearn's reader, whose bare ValueError becomes one naming the file and the bad line."""
+    kind = np.dtype(dtype)
+    if kind not in (np.float32, np.float64):  # an integer dtype would truncate values and wrap large ones silently
+        raise ValueError(f"dtype must be float32 or float64 (the features' values are real numbers), got {kind}.")
     try:
         return load_svmlight_file(path, n_features=n_features, dtype=dtype, zero_based=zero_based, query_id=False)
     except (ValueError, OverflowError) as err:  # sklearn says what, not where

@@ -542,9 +542,17 @@ class LambdaMARTRanker(BaseEstimator):
             sample = None  # every row, in query order: the thresholds do not depend on the order, so no gather
         return find_thresholds(X, self.max_bins, sample, split_over_threads)
 
-    def _growth_params(self):
-        """The tree-growth parameters, as the numba grower takes them."""
-        return GrowthParams(max_leaf_nodes=self.max_leaf_nodes,
+    def _growth_params(self, n_rows=None):
+        """The tree-growth parameters, as the numba grower takes them.
+
+        With ``n_rows``, ``max_leaf_nodes`` is capped at the leaves ``n_rows`` rows can fill with
+        ``min_samples_leaf`` each: no tree grows more, and the local grower allocates a histogram per leaf up front
+        (``max_leaf_nodes=10**9`` asked for terabytes).
+        """
+        max_leaf_nodes = self.max_leaf_nodes
+        if n_rows is not None:
+            max_leaf_nodes = min(max_leaf_nodes, max(2, n_rows // self.min_samples_leaf))
+        return GrowthParams(max_leaf_nodes=max_leaf_nodes,
                             max_depth=-1 if self.max_depth is None else self.max_depth,
                             min_samples_leaf=self.min_samples_leaf, min_sum_hessian=float(self.min_sum_hessian),
                             l2_regularization=float(self.l2_regularization), learning_rate=float(self.learning_rate))
@@ -645,8 +653,8 @@ class LambdaMARTRanker(BaseEstimator):
         # Without subsampling every tree partitions this buffer of all rows, put back in order after each tree.
         tree_rows = all_rows.copy()
         every_row = n_tree_queries == n_queries
-        params = self._growth_params()
-        workspace = make_workspace(n_rows, layout, self.max_leaf_nodes)
+        params = self._growth_params(n_rows)
+        workspace = make_workspace(n_rows, layout, params.max_leaf_nodes)
         parallel_work, partition_rows = node_parallel_work(), node_partition_rows(n_rows)
         # With an empty cache, the growth kernels compile in a helper process while this one compiles the
         # objective's in the first round.

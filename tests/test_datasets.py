@@ -239,6 +239,16 @@ def test_warns_when_a_value_overflows_the_requested_float_dtype(tmp_path):
     assert X64[1, 0] == 1e39 and X64[0, 1] == np.inf
 
 
+@pytest.mark.parametrize("dtype", [np.int32, np.float16, "U8"])
+def test_a_dtype_other_than_float32_or_float64_raises(tmp_path, dtype):
+    """An integer dtype truncated 0.5 to 0 and wrapped 1e39 to -2**31 with only numpy's cast warning."""
+    path = tmp_path / "rank.txt"
+    path.write_text("1 qid:1 1:0.5 2:1e39\n")
+    for read in (load_letor, load_features):
+        with pytest.raises(ValueError, match="dtype must be float32 or float64"):
+            read(path, dtype=dtype)
+
+
 @pytest.mark.parametrize("name, n_queries, n_rows", [("rank.train", 201, 3005), ("rank.test", 50, 768)])
 def test_lightgbm_example(name, n_queries, n_rows):
     path = SHARED_EXAMPLE / name

@@ -169,6 +169,7 @@ def load_features(path, *, n_features=None, dtype=np.float32, sparse=False, zero
     path = _as_path(path, "path")
     if not os.path.exists(path):
         raise FileNotFoundError(f"data file not found: {path}")
+    _check_no_underscore(path)
     X, _ = _read_svmlight(path, n_features, dtype, zero_based)
     if X.shape[0] == 0:
         raise ValueError(f"{path}: no data rows (the file is empty or holds only blank and comment lines).")
@@ -341,6 +342,34 @@ def _data_lines(path):
                 yield lineno, tokens
 
 
+def _refuse_underscore(path, lineno, data):
+    """Raise for a number with ``_`` in a line's data (``data``: the line without its comment).
+
+    sklearn's reader parses numbers with Python's ``float``, which takes digit-group underscores: ``1_0`` would be
+    read as 10, silently.
+    """
+    token = next(t for t in data.split() if b"_" in t).decode(errors="replace")
+    raise ValueError(f"{path} line {lineno}: {token!r} holds '_', which no LETOR/SVMlight number does (a reader "
+                     "would take 1_0 for 10); fix the line.")
+
+
+def _check_no_underscore(path, chunk_size=1 << 24):
+    """:func:`_refuse_underscore` for a file not otherwise scanned line by line.
+
+    One pass over large blocks; the lines are looked at only when a block holds an ``_`` (comments may).
+    """
+    with _open_binary(path) as f:
+        while chunk := f.read(chunk_size):
+            if b"_" in chunk:
+                break
+        else:
+            return
+    for lineno, tokens in _data_lines(path):
+        data = b" ".join(tokens)
+        if b"_" in data:
+            _refuse_underscore(path, lineno, data)
+
+
 def _scan_qids(path):
     """Query ids (or None when no line has ``qid:``) and the 1-based line number of every row."""
     qids = array("q")
@@ -355,6 +384,8 @@ def _scan_qids(path):
             tokens = line.split(None, 2)
             if not tokens:
                 continue
+            if b"_" in line:
+                _refuse_underscore(path, lineno, line)
             lines.append(lineno)
             if len(tokens) > 1 and tokens[1].startswith(b"qid"):
                 _, colon, value = tokens[1].partition(b":")

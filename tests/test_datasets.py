@@ -157,7 +157,10 @@ GOOD = "1 qid:1 1:0.5 2:0.25\n0 qid:1 1:0.1 3:1\n"
         ("1 qid:1 1.5:0.5", r"feature index '1\.5' is not an integer"),
         ("1 qid:x 1:0.5", r"malformed query id 'qid:x'"),
         ("1 qid 1:0.5", r"malformed query id 'qid'"),
-        ("1 qid:1_0 1:0.5", r"malformed query id 'qid:1_0'"),  # int() reads 10: it would merge with qid:10
+        # Python's int() and float() read 1_0 as 10: it would merge with qid:10, or raise a label or a value.
+        ("1 qid:1_0 1:0.5", r"'qid:1_0' holds '_'"),
+        ("1_0 qid:1 1:0.5", r"'1_0' holds '_'"),
+        ("1 qid:1 1:0.5 2:2_5", r"'2:2_5' holds '_'"),
         ("1,2 qid:1 1:0.5", r"label '1,2' is not a number"),
         ("1 qid:1 99999999999:0.5", r"feature index 99999999999 is too large"),
     ],
@@ -166,6 +169,14 @@ def test_malformed_line_is_located(tmp_path, bad_line, message):
     path = write(tmp_path / "rank.train", "# comment line\n" + GOOD + "\n" + bad_line + "\n" + GOOD)
     with pytest.raises(ValueError, match=r"rank\.train line 5: " + message):
         load_letor(path)
+
+
+def test_load_features_refuses_underscores_outside_comments(tmp_path):
+    path = write(tmp_path / "rank.test", "0 1:0.5 # doc_1\n0 1:0.2_5 # doc_2\n")
+    with pytest.raises(ValueError, match=r"rank\.test line 2: '1:0\.2_5' holds '_'"):
+        load_features(path)
+    fine = write(tmp_path / "commented.test", "0 1:0.5 # doc_1\n0 1:0.25 # doc_2\n")
+    np.testing.assert_array_equal(load_features(fine), [[0.5], [0.25]])
 
 
 def test_zero_index_in_one_based_file(tmp_path):

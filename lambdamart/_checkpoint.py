@@ -24,7 +24,7 @@ import numpy as np
 from ._engine.grower import GrownTree
 from ._engine.tree import NODE_DTYPES
 from ._files import write_atomically
-from ._model_format import encode_param
+from ._model_format import check_trees, encode_param
 from ._version import __version__
 
 FORMAT = "lambdamart-checkpoint"
@@ -219,8 +219,10 @@ def read(path):
         with np.load(path, allow_pickle=False) as archive:
             arrays = {name: archive[name] for name in archive.files}
         header = json.loads(str(arrays.pop("header")))
-        if header.get("format") != FORMAT or header.get("format_version") != FORMAT_VERSION:
+        if not isinstance(header, dict) or header.get("format") != FORMAT \
+                or header.get("format_version") != FORMAT_VERSION:
             raise ValueError(f"not a {FORMAT} file of version {FORMAT_VERSION}")
+        _check_header(header)
         sizes = arrays.pop("tree_sizes")
         bounds = np.concatenate(([0], np.cumsum(sizes)))
         columns = {name: arrays.pop(f"tree_{name}") for name in _GROWN_FIELDS}
@@ -242,11 +244,76 @@ def read(path):
                               else np.asarray(header["feature_names"], dtype=object))
         if len(trees) != header["rounds"] or (init and set(init) != set(NODE_DTYPES) | {"tree_starts"}):
             raise ValueError("its parts do not agree")
+        _check_arrays(state, columns, sizes)
+        checkpoint = Checkpoint(path=Path(path), state=state, params=header["params"])
     except (OSError, EOFError, zipfile.BadZipFile, KeyError, TypeError, IndexError, ValueError) as error:
         if "allow_pickle" in str(error):  # numpy's advice to load it unsafely: not for a file meant to hold none
             error = "it holds pickled Python objects, which no checkpoint does (it was not written by lambdamart)"
         raise ValueError(f"cannot read the checkpoint {path}: {error}") from None
-    return Checkpoint(path=Path(path), state=state, params=header["params"])
+    return checkpoint
+
+
+# A checkpoint is read back into numba kernels that index arrays by the numbers in it, unchecked: a damaged or
+# edited file must fail here, not read out of bounds later.
+
+def _check_header(header):
+    """Raise a ValueError when the header's entries do not have the types :func:`_encode` writes."""
+    def integer(value, low):
+        return isinstance(value, int) and not isinstance(value, bool) and value >= low
+
+    record, rng, names = header["record"], header["rng"], header["feature_names"]
+    if not (integer(header["n_features"], 1) and integer(header["n_rows"], 1) and integer(header["rounds"], 0)
+            and isinstance(header["params"], dict) and isinstance(header["fingerprint"], str)):
+        raise ValueError("its header's sizes, parameters or digest are not what lambdamart writes")
+    if not (isinstance(record, dict) and isinstance(record["stopped"], bool) and integer(record["best_iter"], 0)
+            and all(isinstance(record[k], list) and all(isinstance(v, (int, float)) for v in record[k])
+                    for k in ("train_score", "valid_score"))
+            and (record["best_score"] is None or isinstance(record["best_score"], (int, float)))):
+        raise ValueError("its early-stopping record is not what lambdamart writes")
+    if not (isinstance(rng, dict) and all(isinstance(rng[k], list) and len(rng[k]) == 3 and integer(rng[k][0], 0)
+                                          and rng[k][0] <= 624 and integer(rng[k][1], 0)
+                                          and isinstance(rng[k][2], (int, float)) for k in ("start_rng", "end_rng"))):
+        raise ValueError("its random states are not what lambdamart writes")
+    if names is not None and not (isinstance(names, list) and len(names) == header["n_features"]
+                                  and all(isinstance(n, str) for n in names)):
+        raise ValueError("its feature names do not match its number of features")
+
+
+def _check_arrays(state, columns, sizes):
+    """Raise a ValueError when the arrays of ``state`` (read from a file) are not the dtypes, shapes and ranges
+    that a fit writes."""
+    n_features = state.n_features
+    thresholds, offsets = state.thresholds, state.threshold_offsets
+    if not (thresholds.dtype == np.float64 and thresholds.ndim == 1 and offsets.dtype == np.int64
+            and offsets.shape == (n_features + 1,) and offsets[0] == 0 and np.all(np.diff(offsets) >= 0)
+            and offsets[-1] == thresholds.shape[0]):
+        raise ValueError("its bin thresholds do not match its number of features")
+    for which in (state.start_rng, state.end_rng):
+        if which[1].dtype != np.uint32 or which[1].shape != (624,):
+            raise ValueError("its random states are not what lambdamart writes")
+    if any(columns[name].dtype != _GROWN_DTYPES[name] or columns[name].ndim != 1 for name in _GROWN_FIELDS) \
+            or sizes.dtype != np.int64 or np.any(sizes < 1) or sizes.sum() != columns["feature"].shape[0]:
+        raise ValueError("its trees are not the arrays a fit writes")
+    # The trees in the flat layout of a model (absolute child indices, each split's bin as its threshold), whose
+    # structure the model reader checks.
+    starts = np.cumsum(sizes) - sizes
+    shift = np.repeat(starts, sizes)
+    split = columns["feature"] >= 0
+    flat = {name: columns[name] for name in ("feature", "missing_left", "value", "gain", "count")}
+    for name in ("left", "right"):
+        flat[name] = np.where(columns[name] >= 0, columns[name] + shift, -1)
+    flat["threshold"] = np.where(split, columns["split_bin"], np.nan)
+    flat["tree_starts"] = starts
+    check_trees(flat, n_features, "its trees")
+    n_bins = np.diff(offsets) + 1
+    split_bin, feature = columns["split_bin"][split], columns["feature"][split]
+    if np.any((split_bin < 0) | (split_bin >= n_bins[feature])):
+        raise ValueError("a split's bin is outside its feature's bins")
+    if state.init_trees is not None:
+        check_trees(state.init_trees, n_features, "its init_model trees")
+    for name, value in state.objective.items():
+        if value.dtype != np.float64 or not np.all(np.isfinite(value)):
+            raise ValueError(f"its objective's {name} is not finite floats")
 
 
 def check_compatible(earlier, params, source):

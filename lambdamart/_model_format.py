@@ -333,13 +333,13 @@ def _decode_tree_field(name, values):
     return _decode_floats(values, where)
 
 
-def check_trees(a, n_features):
-    """:func:`_check_trees` for node arrays that come from elsewhere (an imported model): a problem raises
-    ValueError."""
+def check_trees(a, n_features, what="the imported trees"):
+    """:func:`_check_trees` for node arrays that come from elsewhere (an imported model, a checkpoint): a problem
+    raises ValueError naming ``what``."""
     try:
         return _check_trees(a, n_features)
     except _FormatError as e:
-        raise ValueError(f"the imported trees are inconsistent: {e}") from None
+        raise ValueError(f"{what} are inconsistent: {e}") from None
 
 
 def _check_trees(a, n_features):

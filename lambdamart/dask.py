@@ -68,6 +68,7 @@ from .ranker import (
     _predict_trees,
     _query_rows,
     _Rounds,
+    unchanged_on_failure,
 )
 
 __all__ = ["DaskLambdaMARTRanker", "read_letor"]
@@ -672,6 +673,7 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
         params.pop("client")
         return params
 
+    @unchanged_on_failure
     def fit(self, X, y, qid=None, *, sample_weight=None, eval_set=None, position=None, init_model=None):
         """Fit on the cluster; the same trees as ``LambdaMARTRanker.fit`` on the same rows.
 
@@ -704,10 +706,7 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
         -------
         self
         """
-        begun = self._begin_fit(init_model)
-        if begun is None:
-            return self
-        state, init = begun
+        state, init, finished = self._begin_fit(init_model)
         if qid is None:
             raise ValueError("DaskLambdaMARTRanker needs qid: the query id of every row (queries are what the "
                              "workers share out).")
@@ -722,6 +721,10 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
             self.feature_names_in_ = names
         elif hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
+        if finished:  # every round asked for is there; the rows are counted only where the workers hold them
+            self._check_same_data(state, self.n_features_in_, None)
+            self._set_fitted(state)
+            return self
         if init is not None:
             _check_same_features(init, self, "init_model")
         if state is None:
@@ -841,7 +844,7 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
         first_row = np.concatenate(([0], np.cumsum(n_rows)))
         progress.n_train = n_train = int(first_row[-1])
         if state is not None:
-            self._check_same_shape(state, self.n_features_in_, n_train)
+            self._check_same_data(state, self.n_features_in_, n_train)
         binning = time.perf_counter()
         profile["regroup"] += binning - regroup
         if progress.thresholds is None:

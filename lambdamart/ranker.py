@@ -6,6 +6,7 @@ tree (``_engine.grower``) and update the scores. All numeric work happens in tho
 only decides what runs when. ``docs/design.md`` describes the whole flow.
 """
 
+import functools
 import os
 import signal
 import threading
@@ -86,6 +87,24 @@ class _EvalQueries:
     gains: np.ndarray
     offsets: np.ndarray
     scores: np.ndarray
+
+
+def unchanged_on_failure(fit):
+    """Decorate a ``fit`` method so that, when it raises, the estimator is left as it was before.
+
+    A refused or abandoned fit (bad data, a continuation on other data, a second Ctrl-C) must not leave the earlier
+    model's trees beside the new data's feature count, or without their position biases.
+    """
+    @functools.wraps(fit)
+    def guarded(self, *args, **kwargs):
+        earlier = dict(self.__dict__)
+        try:
+            return fit(self, *args, **kwargs)
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(earlier)
+            raise
+    return guarded
 
 
 class LambdaMARTRanker(BaseEstimator):
@@ -220,7 +239,8 @@ class LambdaMARTRanker(BaseEstimator):
     best_iteration_ : int or None
         1-based round with the best validation score, when there is a validation set.
     train_score_ : ndarray
-        Training NDCG@``eval_at`` after each round (recorded when there is a validation set or ``verbose``).
+        Training NDCG@``eval_at`` after each round (recorded when there is a validation set or ``verbose``; NaN
+        for the rounds of an earlier fit that did not record, continued with ``warm_start``).
     validation_score_ : ndarray
         Validation NDCG@``eval_at`` after each round (empty without a validation set).
     position_bias_ : ndarray of shape (2, n_positions)
@@ -241,7 +261,8 @@ class LambdaMARTRanker(BaseEstimator):
 
     Ctrl-C during ``fit`` (SIGINT in the main thread: a terminal, a notebook's interrupt button) ends training after
     the round under way and keeps the rounds done, with a ``UserWarning``: the ranker is then the model a fit of
-    that many rounds grows. A second Ctrl-C raises ``KeyboardInterrupt`` at once and the fit is lost.
+    that many rounds grows. A second Ctrl-C raises ``KeyboardInterrupt`` at once and the fit is lost. A fit that
+    raises, for bad data or a second Ctrl-C, leaves the ranker as it was before it.
     """
 
     __metadata_request__fit = {"qid": True}
@@ -351,6 +372,7 @@ class LambdaMARTRanker(BaseEstimator):
 
     # ------------------------------------------------------------------ fit
 
+    @unchanged_on_failure
     def fit(self, X: ArrayLike, y: ArrayLike, qid: ArrayLike | None = None, *, group: ArrayLike | None = None,
             sample_weight: ArrayLike | None = None, eval_set: list[tuple] | None = None,
             position: ArrayLike | None = None,
@@ -388,10 +410,7 @@ class LambdaMARTRanker(BaseEstimator):
         -------
         self
         """
-        begun = self._begin_fit(init_model)
-        if begun is None:
-            return self
-        state, init = begun
+        state, init, finished = self._begin_fit(init_model)
         profile = dict.fromkeys(FIT_STAGES, 0.0)
         fit_start = time.perf_counter()
         threads = n_threads(self.n_jobs)
@@ -413,7 +432,7 @@ class LambdaMARTRanker(BaseEstimator):
             warnings.warn("early stopping watches a validation set in which every query has all labels equal (or a "
                           "single document): its NDCG is the same after every round, so the fit stops after "
                           f"n_iter_no_change={self.n_iter_no_change} rounds and keeps the first. Check its labels and "
-                          "qid, or pass early_stopping=False.", UserWarning, stacklevel=2)
+                          "qid, or pass early_stopping=False.", UserWarning, stacklevel=3)
         queries = self._training_queries(y, train_rows, offsets, sample_weight, position)
 
         # Every parallel kernel of the fit runs inside this region, the objective's set-up included.
@@ -423,7 +442,7 @@ class LambdaMARTRanker(BaseEstimator):
                 if state is None:
                     thresholds, threshold_offsets = self._bin_thresholds(X, train_rows, rng)
                 else:
-                    self._check_same_shape(state, X.shape[1], train_rows.shape[0])
+                    self._check_same_data(state, X.shape[1], train_rows.shape[0])
                     thresholds, threshold_offsets = state.thresholds, state.threshold_offsets
                     objective.restore(state.objective)
                     rng.set_state(state.end_rng)
@@ -443,6 +462,12 @@ class LambdaMARTRanker(BaseEstimator):
                     raise ValueError("the data differ from those of the fit being continued (a digest of its "
                                      "binned training and validation data is kept with it); continue on the same "
                                      "data, or set warm_start=False to fit these afresh.")
+            if finished:  # the data are those of the fit continued, which has every round asked for
+                if state is self.__dict__.get("_boosting_state"):
+                    self._set_features(state)  # the fit's, which checking X replaced by those of X
+                else:  # from a checkpoint
+                    self._set_fitted(state)
+                return self
             init_trees = state.init_trees if state is not None else init._trees if init is not None else None
             scores = np.zeros(train_rows.shape[0])
             if init_trees is not None:  # init_model's predictions are the starting scores
@@ -527,7 +552,7 @@ class LambdaMARTRanker(BaseEstimator):
         y = check_y(y, X.shape[0], f"{where} y")
         if qid is None and X.shape[0] > 1:
             warnings.warn(f"{where} has no qid, so all its rows are scored as one query. Pass (X, y, qid) to score it "
-                          "per query.", UserWarning, stacklevel=4)
+                          "per query.", UserWarning, stacklevel=5)
         try:
             groups = group_queries(qid, X.shape[0])
         except ValueError as e:
@@ -558,10 +583,10 @@ class LambdaMARTRanker(BaseEstimator):
                             l2_regularization=float(self.l2_regularization), learning_rate=float(self.learning_rate))
 
     def _begin_fit(self, init_model):
-        """Check the parameters; the state to continue (or None) and init_model's ranker (or None).
+        """Check the parameters; return the state to continue (or None), init_model's ranker (or None) and ``finished``.
 
-        None instead when there is nothing to fit: every round asked for is there, or early stopping ended the fit
-        continued (as it would have ended one longer fit).
+        ``finished`` is whether the state has nothing left to fit: every round asked for is there, or early stopping
+        ended the fit continued (as it would have ended one longer fit).
         """
         validate_params(self)
         if self.checkpoint_dir is not None and os.path.exists(self.checkpoint_dir) \
@@ -570,13 +595,11 @@ class LambdaMARTRanker(BaseEstimator):
                              f"created if missing).")
         state = self._state_to_continue()
         init = _initial_model(init_model, state)
-        if state is not None and (len(state.trees) == self.n_estimators or state.record["stopped"]):
-            if state is not self.__dict__.get("_boosting_state"):  # from a checkpoint
-                self._set_fitted(state)
-            return None
-        for name in ("position_bias_", "fit_profile_"):  # nothing learned by an earlier fit may survive this one
-            self.__dict__.pop(name, None)
-        return state, init
+        finished = state is not None and (len(state.trees) == self.n_estimators or state.record["stopped"])
+        if not finished:
+            for name in ("position_bias_", "fit_profile_"):  # nothing learned by an earlier fit may survive this one
+                self.__dict__.pop(name, None)
+        return state, init, finished
 
     def _state_to_continue(self):
         """With ``warm_start``, the training state to continue (this ranker's, else the newest checkpoint's)."""
@@ -605,12 +628,20 @@ class LambdaMARTRanker(BaseEstimator):
                              f"{len(state.trees)} rounds already fitted (set warm_start=False to fit afresh).")
         return state
 
-    @staticmethod
-    def _check_same_shape(state, n_features, n_rows):
-        if (n_features, n_rows) != (state.n_features, state.n_rows):
+    def _check_same_data(self, state, n_features, n_rows):
+        """Refuse to continue ``state`` on data of another shape, or with other feature names.
+
+        ``n_rows`` None leaves the training rows uncounted.
+        """
+        if (n_features, state.n_rows if n_rows is None else n_rows) != (state.n_features, state.n_rows):
             raise ValueError(f"warm_start adds rounds to a fit on the same data, which had {state.n_rows} training "
                              f"rows of {state.n_features} features; got {n_rows} rows of {n_features}. Set "
                              f"warm_start=False to fit these data afresh.")
+        names = getattr(self, "feature_names_in_", None)
+        if state.feature_names is not None and names is not None and not np.array_equal(state.feature_names, names):
+            raise ValueError(f"warm_start adds rounds to a fit on features named {list(state.feature_names)[:5]}..., "
+                             f"which differ from X's {list(names)[:5]}...; give X the same columns in the same "
+                             f"order, or set warm_start=False to fit afresh.")
 
     def _set_fitted(self, state):
         """The fitted attributes of the model ``state`` holds (its trees up to the best round under early stopping)."""
@@ -620,15 +651,18 @@ class LambdaMARTRanker(BaseEstimator):
             trees = concatenate_trees(split_trees(state.init_trees) + split_trees(trees))
         self._set_trees(trees)
         self.n_estimators_ = trees["tree_starts"].shape[0]
+        self._set_features(state)
+        for name, value in state.objective.items():
+            setattr(self, f"{name}_", value)
+        self._boosting_state = state
+        self._boosting_params = encode_params(self.get_params(deep=False))  # what warm_start must continue with
+
+    def _set_features(self, state):
         self.n_features_in_ = state.n_features
         if state.feature_names is not None:
             self.feature_names_in_ = np.asarray(state.feature_names, dtype=object)
         else:
             self.__dict__.pop("feature_names_in_", None)
-        for name, value in state.objective.items():
-            setattr(self, f"{name}_", value)
-        self._boosting_state = state
-        self._boosting_params = encode_params(self.get_params(deep=False))  # what warm_start must continue with
 
     def _boost(self, codes, n_bins, queries, objective, valid, rng, profile, scores, trees, rounds):
         """The boosting rounds from the training ``scores``, continuing ``trees`` (appended to) and ``rounds``.
@@ -860,8 +894,9 @@ class LambdaMARTRanker(BaseEstimator):
         Every format keeps the split rule: ``x <= threshold`` goes left, NaN goes the learned way.
 
         - ``"lightgbm"``: LightGBM's text model; ``lightgbm.Booster(model_file=path).predict(X)`` equals our
-          ``predict`` (float64 comparisons and sums, thresholds and leaves written exactly; LightGBM reads inputs
-          with |x| <= 1e-35 as 0, which matters only for a threshold that small).
+          ``predict`` (float64 comparisons and sums, thresholds and leaves written exactly), except that LightGBM
+          reads inputs with |x| <= 1e-35 as 0: at a threshold in [-1e-35, 1e-35), such as the 0.0 of training
+          values {-1, 1}, a nonzero input that small may go the other way.
         - ``"xgboost"``: XGBoost's JSON model for ``xgboost.Booster().load_model(path)``. XGBoost compares and sums
           in float32: thresholds are chosen so that every float32 value goes our way; float64 values that are not
           float32 are rounded by XGBoost and may go the other way near a threshold; scores agree to ~1e-6.
@@ -1047,6 +1082,8 @@ class _Rounds:
         """Record round ``it``'s NDCG (None when not computed); True when training should stop."""
         est = self.estimator
         if train_score is not None:
+            # NaN for the rounds of a continued fit that did not record (verbose=0, no validation set)
+            self.train_score.extend([np.nan] * (it - len(self.train_score)))
             self.train_score.append(train_score)
         if valid_score is not None:
             self.valid_score.append(valid_score)

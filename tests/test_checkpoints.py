@@ -200,6 +200,65 @@ def test_a_damaged_newest_checkpoint_falls_back_to_the_one_before(data, tmp_path
     assert "allow_pickle" not in str(raised.value)
 
 
+def test_a_finished_checkpoint_checks_the_data_it_is_given(data, tmp_path):
+    X, y, qid = data
+    params = dict(n_estimators=5, random_state=0, checkpoint_dir=tmp_path, warm_start=True)
+    LambdaMARTRanker(**params).fit(X, y, qid)
+    with pytest.raises(ValueError, match=r"had \d+ training rows of 12 features; got 100 rows of 3"):
+        LambdaMARTRanker(**params).fit(X[:100, :3], y[:100], qid[:100])
+    y_other = y.copy()
+    y_other[:50] = 0
+    with pytest.raises(ValueError, match="the data differ"):
+        LambdaMARTRanker(**params).fit(X, y_other, qid)
+    with pytest.raises(ValueError):
+        LambdaMARTRanker(**params).fit("not data", None)
+
+
+def _rewritten(path, **changes):
+    """Rewrite the checkpoint ``path`` with some of its arrays (or its header, a dict) replaced."""
+    with np.load(path, allow_pickle=False) as archive:
+        arrays = {name: archive[name] for name in archive.files}
+    header = json.loads(str(arrays["header"]))
+    for name, value in changes.items():
+        if name == "header":
+            header = value(header)
+        else:
+            arrays[name] = value(arrays[name])
+    arrays["header"] = np.array(json.dumps(header))
+    np.savez(path, **arrays)
+
+
+def _without(key):
+    return lambda d: {k: v for k, v in d.items() if k != key}
+
+
+@pytest.mark.parametrize("changes, message", [
+    (dict(tree_feature=lambda a: np.where(a >= 0, 10**6, a).astype(np.int32)), "feature index is outside"),
+    (dict(tree_feature=lambda a: a.astype(np.float64)), "not the arrays a fit writes"),
+    (dict(tree_left=lambda a: np.where(a >= 0, 0, a).astype(np.int32)), "child index is out of range"),
+    (dict(tree_split_bin=lambda a: (a + 10**6).astype(np.int32)), "bin is outside its feature's bins"),
+    (dict(tree_value=lambda a: np.full_like(a, np.nan)), "leaf value is NaN"),
+    (dict(tree_sizes=lambda a: a + 1), "not the arrays a fit writes"),
+    (dict(end_rng_key=lambda a: a[:5]), "random states"),
+    (dict(thresholds=lambda a: a[:-3]), "bin thresholds"),
+    (dict(header=lambda h: [1, 2]), "not a lambdamart-checkpoint file"),
+    (dict(header=_without("params")), "'params'"),
+    (dict(header=lambda h: {**h, "n_features": "12"}), "sizes, parameters or digest"),
+    (dict(header=lambda h: {**h, "record": _without("stopped")(h["record"])}), "'stopped'"),
+    (dict(header=lambda h: {**h, "record": {**h["record"], "train_score": "x"}}), "early-stopping record"),
+    (dict(header=lambda h: {**h, "rng": {**h["rng"], "end_rng": [10**4, 0, 0.0]}}), "random states"),
+    (dict(header=lambda h: {**h, "feature_names": ["a"]}), "feature names"),
+])
+def test_an_edited_checkpoint_is_refused_and_the_one_before_used(data, tmp_path, changes, message):
+    X, y, qid = data
+    params = dict(random_state=0, checkpoint_dir=tmp_path, checkpoint_every=5)
+    full = LambdaMARTRanker(n_estimators=10, **params).fit(X, y, qid)
+    _rewritten(tmp_path / "round-000010.npz", **changes)
+    with pytest.warns(UserWarning, match=f"skipped damaged checkpoints.*{message}"):
+        again = LambdaMARTRanker(n_estimators=10, warm_start=True, **params).fit(X, y, qid)
+    assert _same_model(full, again)
+
+
 def test_warm_start_without_a_checkpoint_starts_afresh(data, tmp_path):
     X, y, qid = data
     fresh = LambdaMARTRanker(n_estimators=8, random_state=0).fit(X, y, qid)

@@ -79,3 +79,37 @@ def test_misuse_is_refused_with_what_to_do(tmp_path, data):
     # Without warm_start, a fitted ranker fits afresh, as always.
     fresh = LambdaMARTRanker(n_estimators=20, random_state=0).fit(X, y, qid)
     assert_same_model(warm.set_params(warm_start=False).fit(X, y, qid), fresh)
+
+
+def test_a_refused_continuation_leaves_the_model_as_it_was(data):
+    X, y, qid = data
+    position = np.tile(np.arange(1, 11), X.shape[0] // 10 + 1)[:X.shape[0]]
+    warm = LambdaMARTRanker(n_estimators=5, warm_start=True, random_state=0).fit(X, y, qid, position=position)
+    before = {name: getattr(warm, name) for name in ("n_features_in_", "position_bias_", "n_estimators_")}
+    scores = warm.predict(X)
+    narrow = np.ascontiguousarray(X[:, :3])
+    with pytest.raises(ValueError, match="same data"):
+        warm.set_params(n_estimators=10).fit(narrow, y, qid, position=position)
+    assert {name: getattr(warm, name) for name in before} == before
+    np.testing.assert_array_equal(warm.predict(X), scores)
+    with pytest.raises(ValueError, match="expecting 136 features"):
+        warm.predict(narrow)
+
+
+def test_continuing_with_renamed_columns_is_refused(data):
+    pd = pytest.importorskip("pandas")
+    X, y, qid = data
+    frame = pd.DataFrame(X[:, :5], columns=list("abcde"))
+    warm = LambdaMARTRanker(n_estimators=3, warm_start=True, random_state=0).fit(frame, y, qid)
+    with pytest.raises(ValueError, match=r"features named \['a', 'b'.*differ from X's \['v', 'w'"):
+        warm.set_params(n_estimators=6).fit(frame.set_axis(list("vwxyz"), axis=1), y, qid)
+    assert list(warm.feature_names_in_) == list("abcde")
+
+
+def test_a_recorded_continuation_of_an_unrecorded_fit_marks_the_missing_rounds(data):
+    X, y, qid = data
+    warm = LambdaMARTRanker(n_estimators=4, warm_start=True, random_state=0).fit(X, y, qid)
+    assert warm.train_score_.shape == (0,)
+    warm.set_params(n_estimators=6, verbose=100).fit(X, y, qid)
+    assert warm.n_iter_ == 6 and warm.train_score_.shape == (6,)
+    assert np.isnan(warm.train_score_[:4]).all() and np.isfinite(warm.train_score_[4:]).all()

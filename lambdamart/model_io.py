@@ -43,7 +43,9 @@ Entries of ``fitted`` that do not change predictions (``position_bias_``) are op
 one ignores it.
 """
 
+import numbers
 import os
+from collections import Counter
 
 import numpy as np
 
@@ -104,9 +106,10 @@ def import_model(source) -> LambdaMARTRanker:
     Raises
     ------
     ValueError
-        If the file is neither format, is truncated or corrupt, or holds what a LambdaMARTRanker cannot predict
-        exactly: categorical splits, linear trees, LightGBM's zero-as-missing splits, several outputs
-        (multiclass), predictions transformed by the objective (e.g. ``binary``), DART or linear boosters.
+        If the file is neither format, is truncated or corrupt, repeats a feature name (``load_model`` would refuse
+        the saved ranker), or holds what a LambdaMARTRanker cannot predict exactly: categorical splits, linear
+        trees, LightGBM's zero-as-missing splits, several outputs (multiclass), predictions transformed by the
+        objective (e.g. ``binary``), DART or linear boosters.
     TypeError
         If ``source`` is neither a path nor a LightGBM/XGBoost model object.
     """
@@ -117,12 +120,18 @@ def import_model(source) -> LambdaMARTRanker:
     else:
         raw, where = _model_object_bytes(source), f"the {type(source).__name__} object"
     model = read_foreign(raw, where)
+    names = model.feature_names
+    repeated = [] if names is None else [name for name, k in Counter(names).items() if k > 1]
+    if repeated:  # load_model refuses repeated names: the imported ranker could be saved but not loaded back
+        raise ValueError(f"cannot import {where}: its feature names repeat {repeated[0]!r}, and a LambdaMARTRanker's "
+                         f"feature names must be distinct. Give the features distinct names (rename the columns and "
+                         f"refit, or edit the names in the model file) and import again.")
     trees = check_trees(model.trees, model.n_features)
     n_trees = int(trees["tree_starts"].shape[0])
     ranker = LambdaMARTRanker(n_estimators=max(n_trees, 1))
     ranker.n_features_in_ = model.n_features
-    if model.feature_names is not None:
-        ranker.feature_names_in_ = np.asarray(model.feature_names, dtype=object)
+    if names is not None:
+        ranker.feature_names_in_ = np.asarray(names, dtype=object)
     ranker.n_estimators_ = n_trees
     ranker.n_iter_ = n_trees
     ranker.best_iteration_ = None
@@ -143,7 +152,7 @@ def _model_object_bytes(model):
         booster = model
         if hasattr(model, "get_booster"):  # the scikit-learn wrapper: the trees and the missing value its predict uses
             missing = getattr(model, "missing", np.nan)
-            if missing is not None and not (isinstance(missing, float) and np.isnan(missing)):
+            if missing is not None and not (isinstance(missing, numbers.Real) and np.isnan(missing)):
                 raise ValueError(f"cannot import the {type(model).__name__}: it treats {missing!r} as missing "
                                  f"(missing={missing!r}), which splits on values cannot reproduce; refit with "
                                  f"missing=np.nan (its default).")

@@ -110,6 +110,26 @@ def test_lightgbm_keeps_real_feature_names(data, tmp_path):
     np.testing.assert_allclose(booster.predict(X), ranker.predict(frame), rtol=0, atol=1e-12)
 
 
+def test_lightgbm_reads_tiny_inputs_as_zero_at_a_zero_threshold(tmp_path):
+    """Training values {-1, 1} give a threshold of exactly 0.0. LightGBM reads |x| <= 1e-35 as 0.0, so such a
+    positive x goes left there (0.0 <= 0.0) and right in ours; every other input goes the same way (as documented
+    in lightgbm_text)."""
+    lgb = pytest.importorskip("lightgbm")
+    rng = np.random.default_rng(0)
+    X = rng.choice([-1.0, 1.0], size=(400, 1))
+    ranker = fit(X, (X[:, 0] > 0) * 2 + rng.integers(0, 2, 400), np.repeat(np.arange(40), 10), n_estimators=3)
+    assert (ranker._trees["threshold"][ranker._trees["left"] >= 0] == 0.0).all()
+    ranker.export_model(tmp_path / "model.txt", format="lightgbm")
+    booster = lgb.Booster(model_file=str(tmp_path / "model.txt"))
+    same = np.array([[-1.0], [-1e-36], [0.0], [-0.0], [2e-35], [1.0], [np.nan], [np.inf], [-np.inf]])
+    np.testing.assert_allclose(booster.predict(same), ranker.predict(same), rtol=0, atol=1e-12)
+    zero, one = ranker.predict(np.array([[0.0], [1.0]]))
+    assert zero != one
+    tiny = np.array([[1e-36], [5e-324], [float(np.float32(1e-35))]])
+    np.testing.assert_array_equal(ranker.predict(tiny), one)  # right in ours, as 1.0
+    np.testing.assert_allclose(booster.predict(tiny), zero, rtol=0, atol=1e-12)  # left in LightGBM, as 0.0
+
+
 # ---------------------------------------------------------------- XGBoost
 
 

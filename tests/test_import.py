@@ -6,10 +6,12 @@ XGBoost also float64 values halfway between float32 neighbours, which XGBoost ro
 (categorical splits, linear trees, multiclass, transformed outputs) and damaged files raise ValueError.
 """
 
+import json
+
 import numpy as np
 import pytest
 from exchange_probes import at_thresholds_f64, probe_rows
-from helpers import make_data
+from helpers import make_data, run_cli
 
 from lambdamart import LambdaMARTRanker, import_model, load_model
 
@@ -96,6 +98,18 @@ def test_imported_model_keeps_real_feature_names_and_saves(lgb_ranker, data, tmp
     assert list(ranker.feature_names_in_) == names
     ranker.save_model(tmp_path / "ours.json")
     np.testing.assert_array_equal(load_model(tmp_path / "ours.json").predict(X), ranker.predict(X))
+
+
+def test_lightgbm_names_keep_whitespace_other_than_spaces(data):
+    """LightGBM separates names by ' ' alone and ends lines at '\\n' alone: U+00A0 and U+2028 stay in a name."""
+    lgb = pytest.importorskip("lightgbm")
+    pd = pytest.importorskip("pandas")
+    X, y, qid = data
+    names = ["price\xa0usd", "age\u2028days", "size", "url", "len\xa0"]
+    booster = lgb.train({"objective": "lambdarank", "num_leaves": 4, "min_data_in_leaf": 5, "verbose": -1},
+                        lgb.Dataset(pd.DataFrame(X, columns=names), y, group=_group(qid)), 3)
+    assert booster.feature_name() == names
+    assert list(import_model(booster).feature_names_in_) == names
 
 
 def _lgb_model_text(estimator, X, y, **fit_params):
@@ -213,6 +227,13 @@ def test_an_xgboost_scikit_learn_model_imports_what_its_predict_uses(data):
         import_model(xgb.XGBRanker(n_estimators=2, missing=0.0, n_jobs=1).fit(X, y, qid=qid))
 
 
+def test_an_xgboost_scikit_learn_model_with_a_numpy_nan_as_missing_imports(data):
+    xgb = pytest.importorskip("xgboost")
+    X, y, qid = data
+    model = xgb.XGBRanker(n_estimators=5, max_depth=3, missing=np.float32(np.nan), n_jobs=1).fit(X, y, qid=qid)
+    np.testing.assert_allclose(import_model(model).predict(X), model.predict(X), rtol=0, atol=1e-6)
+
+
 @pytest.mark.parametrize("case, message", [("multiclass", "multiclass"), ("binary", "transforms the sum"),
                                            ("categorical", "by category"), ("dart", "dart")])
 def test_xgboost_models_we_cannot_reproduce_are_refused(case, message, data):
@@ -262,3 +283,76 @@ def test_garbage_truncated_and_foreign_files_are_refused(lgb_ranker, xgb_ranker,
         import_model(ours)
     with pytest.raises(TypeError, match="source must be"):
         import_model(42)
+
+
+@pytest.mark.parametrize("library", ["lightgbm", "xgboost"])
+def test_repeated_feature_names_are_refused_as_load_model_would_refuse_them(library, lgb_ranker, xgb_ranker, tmp_path,
+                                                                           capsys):
+    """Both libraries load a model whose feature names repeat; its import would save a file load_model refuses."""
+    if library == "lightgbm":
+        text = lgb_ranker.booster_.model_to_string()
+        start = text.index("feature_names=")
+        text = text[:start] + "feature_names=a b a d e" + text[text.index("\n", start):]
+        path = tmp_path / "model.txt"
+        path.write_text(text)
+        assert pytest.importorskip("lightgbm").Booster(model_file=str(path)).feature_name() == list("abade")
+    else:
+        document = json.loads(bytes(xgb_ranker.get_booster().save_raw(raw_format="json")))
+        document["learner"]["feature_names"] = list("abade")
+        document["learner"]["feature_types"] = ["float"] * 5
+        path = tmp_path / "model.json"
+        path.write_text(json.dumps(document))
+        booster = pytest.importorskip("xgboost").Booster()
+        booster.load_model(str(path))
+        assert booster.feature_names == list("abade")
+    with pytest.raises(ValueError, match="feature names repeat 'a'.*distinct names"):
+        import_model(path)
+    code, _, err = run_cli(capsys, "import", "--input", path, "--model", tmp_path / "ours.json")
+    assert code == 1 and "repeat 'a'" in err and not (tmp_path / "ours.json").exists()
+
+
+def _edit_lgb(text, key, value):
+    """``text`` with the first ``key=`` line's value replaced."""
+    start = text.index(f"\n{key}=") + len(key) + 2
+    return text[:start] + value + text[text.index("\n", start):]
+
+
+def _edit_xgb(raw, edit):
+    document = json.loads(raw)
+    edit(document["learner"], document["learner"]["gradient_booster"]["model"])
+    return json.dumps(document).encode()
+
+
+_HUGE = "9" * 30  # beyond int64 and float32
+
+
+@pytest.mark.parametrize("case, edit, message", [
+    ("lgb", lambda t: _edit_lgb(t, "decision_type", _HUGE + " 2 2"), "decision_type holds a value that is not a"),
+    ("lgb", lambda t: _edit_lgb(t, "split_feature", "-" + _HUGE + " 0 0"), "split_feature holds a value"),
+    ("lgb", lambda t: _edit_lgb(t, "feature_names", "a b c"), "feature_names line holds 3 names"),
+    ("xgb", lambda learner, m: learner["learner_model_param"].update(num_class=float("inf")), "num_class inf is not"),
+    ("xgb", lambda learner, m: m["gbtree_model_param"].update(num_trees=float("-inf")), "num_trees -inf is not"),
+    ("xgb", lambda learner, m: m["trees"][0].update(left_children=5), "tree 0: its left_children is not a list"),
+    ("xgb", lambda learner, m: m["trees"][1].update(split_indices=[10 ** 20] * len(m["trees"][1]["split_indices"])),
+     "tree 1: its split_indices is not a list of numbers in range"),
+    ("xgb", lambda learner, m: m["trees"][0].update(default_left=[[1]]), "its default_left is not a list"),
+    ("xgb", lambda learner, m: m["trees"][0].pop("split_conditions"), "tree 0: it has no split_conditions"),
+    ("xgb", lambda learner, m: m["trees"][0].update(tree_param=[]), "its tree_param is not a JSON object"),
+    ("xgb", lambda learner, m: m["trees"].__setitem__(0, 7), "tree 0: it is not a JSON object"),
+    ("xgb", lambda learner, m: learner.update(feature_names=3), "feature_names entry is not a list of strings"),
+    ("xgb", lambda learner, m: learner.update(feature_names=[1, 2, 3, 4, 5]), "not a list of strings"),
+    ("xgb", lambda learner, m: m.update(tree_info=0), "trees and tree_info must be lists"),
+    ("xgb", lambda learner, m: learner["objective"].update(name=["rank:ndcg"]), r"objective \['rank:ndcg'\]"),
+])
+def test_edited_or_corrupt_files_raise_value_error_and_the_command_line_says_so_in_one_line(
+        case, edit, message, lgb_ranker, xgb_ranker, tmp_path, capsys):
+    if case == "lgb":
+        path = tmp_path / "model.txt"
+        path.write_text(edit(lgb_ranker.booster_.model_to_string()))
+    else:
+        path = tmp_path / "model.json"
+        path.write_bytes(_edit_xgb(bytes(xgb_ranker.get_booster().save_raw(raw_format="json")), edit))
+    with pytest.raises(ValueError, match=message):
+        import_model(path)
+    code, _, err = run_cli(capsys, "import", "--input", path, "--model", tmp_path / "ours.json")
+    assert code == 1 and err.count("\n") == 1 and "error: --input: cannot import" in err

@@ -7,8 +7,11 @@ written with 17 significant digits, which LightGBM parses back to the same doubl
 ``inf``, which LightGBM reads as +inf, so ``x = +inf`` goes left as in our trees.
 
 LightGBM's predict reads any |x| <= 1e-35 (``kZeroThreshold``, 1e-35 as float32) as 0.0. For our thresholds
-outside [-1e-35, 1e-35) that changes nothing; a threshold inside (possible only when the training data hold values
-that small) can send such tiny inputs the other way in LightGBM.
+outside [-1e-35, 1e-35) that changes nothing. A threshold inside is not rare: training values {-1, 1} give exactly
+0.0. Tiny nonzero inputs on the far side of such a threshold from 0.0 then go the other way in LightGBM: at t = 0.0,
+x = 1e-36 goes right in ours and left in LightGBM (as 0.0 <= 0.0); at t in [-1e-35, 0), x in [-1e-35, t] goes left
+in ours and right in LightGBM. No threshold LightGBM reads can part them from 0.0. Export does not warn: real
+features rarely hold nonzero values that small, while 0.0 thresholds are common.
 
 Reading accepts numeric splits with missing type NaN or None (None: LightGBM compares NaN as 0.0, which is our
 ``missing_left = 0.0 <= threshold``); missing type Zero, categorical splits, linear trees, several trees per
@@ -169,10 +172,12 @@ def read(text, where):
     n_features = _int(header["max_feature_idx"], "max_feature_idx", where) + 1
     if n_features < 1:
         raise ValueError(f"{where}: max_feature_idx must be >= 0.")
-    names = header.get("feature_names", "").split()
+    # Separated by ' ' alone, as LightGBM reads them (it keeps other whitespace, e.g. U+00A0, inside a name).
+    names = [n for n in header.get("feature_names", "").split(" ") if n]
     if len(names) != n_features:
-        names = None
-    elif names == [f"Column_{i}" for i in range(n_features)]:
+        raise ValueError(f"{where}: its feature_names line holds {len(names)} names for max_feature_idx + 1 = "
+                         f"{n_features} features (LightGBM refuses such a file too); the file is truncated or edited.")
+    if names == [f"Column_{i}" for i in range(n_features)]:
         names = None  # LightGBM's generated names: the model was fitted without column names
     if "tree_sizes" in header and len(header["tree_sizes"].split()) != len(blocks):
         raise ValueError(f"{where}: its tree_sizes line lists {len(header['tree_sizes'].split())} trees but the file "
@@ -191,8 +196,11 @@ def lightgbm_view_of_threshold(t):
 
 def _key_values(text):
     out = {}
-    for line in text.splitlines():
-        key, sep, value = line.strip().partition("=")
+    # Lines end at "\n" only and values keep their whitespace, as LightGBM reads them: a feature name may hold
+    # characters str.splitlines and str.strip treat as line ends or spaces (U+2028, U+00A0).
+    for line in text.split("\n"):
+        key, sep, value = line.rstrip("\r").partition("=")
+        key = key.strip()
         if key:
             out[key] = value if sep else ""
     return out
@@ -210,8 +218,9 @@ def _array(values, key, dtype, n, where):
     try:
         a = np.array([float(p) for p in parts], dtype=np.float64) if dtype is float else np.array(
             [int(p) for p in parts], dtype=np.int64)
-    except ValueError:
-        raise ValueError(f"{where}: {key} holds a value that is not a number.") from None
+    except (ValueError, OverflowError):  # OverflowError: an integer beyond int64
+        raise ValueError(f"{where}: {key} holds a value that is not a number or is out of range; the file is "
+                         f"corrupt.") from None
     if a.shape[0] != n:
         raise ValueError(f"{where}: {key} has {a.shape[0]} entries, expected {n}; the file is truncated or edited.")
     return a

@@ -245,11 +245,11 @@ def read_model(raw, where):
         params = learner["learner_model_param"]
         booster = learner["gradient_booster"]
         objective = learner.get("objective", {}).get("name", "")
-        n_features = int(params["num_feature"])
-        n_class = int(params.get("num_class", "0"))
-        n_target = int(params.get("num_target", "1"))
+        n_features = _integer(params["num_feature"], "num_feature", where)
+        n_class = _integer(params.get("num_class", "0"), "num_class", where)
+        n_target = _integer(params.get("num_target", "1"), "num_target", where)
         base_score = params.get("base_score", "0")
-    except (KeyError, TypeError, AttributeError, ValueError) as e:
+    except (KeyError, TypeError, AttributeError) as e:
         raise ValueError(f"{where}: it lacks XGBoost's learner entries ({e!r}); it is not an XGBoost JSON model or "
                          f"is incomplete.") from None
     if not 1 <= n_features <= _MAX_FEATURES:
@@ -259,7 +259,7 @@ def read_model(raw, where):
         raise ValueError(f"{where}: it has num_class={n_class}, num_target={n_target}; a LambdaMARTRanker has one "
                          f"output, so only single-output models (ranking, regression) can be imported, not "
                          f"multiclass or multi-target ones.")
-    if objective not in _RAW_OBJECTIVES:
+    if not isinstance(objective, str) or objective not in _RAW_OBJECTIVES:
         raise ValueError(f"{where}: its objective {objective!r} transforms the sum of the trees in predict (or is "
                          f"not one this importer knows), and a LambdaMARTRanker predicts the raw sum. Objectives "
                          f"that can be imported: {sorted(_RAW_OBJECTIVES)}.")
@@ -268,18 +268,22 @@ def read_model(raw, where):
         raise ValueError(f"{where}: its booster is {name!r}; only 'gbtree' models (not dart or gblinear) can be "
                          f"imported.")
     names = learner.get("feature_names") or None
-    if names is not None and (len(names) != n_features or not all(isinstance(n, str) for n in names)):
+    if names is not None and not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
+        # XGBoost refuses to load such a file too
+        raise ValueError(f"{where}: its feature_names entry is not a list of strings; the file is damaged.")
+    if names is not None and len(names) != n_features:
         names = None
     bias = _base_score(base_score, where)
     try:
         model = booster["model"]
         raw_trees = model["trees"]
-        tree_info = model.get("tree_info", [0] * len(raw_trees))
-        if int(model["gbtree_model_param"]["num_trees"]) != len(raw_trees):
-            raise ValueError("num_trees")
-    except (KeyError, TypeError, ValueError) as e:
-        raise ValueError(f"{where}: its tree list is missing or inconsistent ({e}); the file is incomplete or "
-                         f"edited.") from None
+        tree_info = model.get("tree_info", [])
+        n_trees = _integer(model["gbtree_model_param"]["num_trees"], "num_trees", where)
+    except (KeyError, TypeError) as e:
+        raise ValueError(f"{where}: its tree list is missing ({e!r}); the file is incomplete or edited.") from None
+    if not isinstance(raw_trees, list) or not isinstance(tree_info, list) or n_trees != len(raw_trees):
+        raise ValueError(f"{where}: its trees and tree_info must be lists and num_trees the number of trees; the file "
+                         f"is incomplete or edited.")
     if any(g != 0 for g in tree_info):
         raise ValueError(f"{where}: its trees belong to several output groups; only single-output models can be "
                          f"imported.")
@@ -289,6 +293,28 @@ def read_model(raw, where):
         base["value"][0] = bias
         trees.append(base)
     return ForeignModel(flat_trees(trees, where), n_features, names, "xgboost")
+
+
+def _integer(value, key, where):
+    """An integer entry (XGBoost writes them as strings, e.g. "5"); else ValueError naming ``key``."""
+    try:
+        return int(value)
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an infinity
+        raise ValueError(f"{where}: its {key} {value!r} is not an integer; the file is damaged.") from None
+
+
+def _node_array(tree, key, dtype, default, where):
+    """``tree[key]`` as a 1-d array of ``dtype`` (``default`` when absent and not None); ValueError naming ``key``
+    when it is missing, not a list, or holds an entry ``dtype`` cannot hold."""
+    if key not in tree and default is None:
+        raise ValueError(f"{where}: it has no {key}; the file is incomplete.")
+    try:
+        a = np.asarray(tree.get(key, default), dtype=dtype)
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an integer beyond int64, an infinity
+        a = None
+    if a is None or a.ndim != 1:
+        raise ValueError(f"{where}: its {key} is not a list of numbers in range; the file is corrupt.")
+    return a
 
 
 def _base_score(text, where):
@@ -305,18 +331,20 @@ def _base_score(text, where):
 
 def _read_tree(tree, index, n_features, names, where):
     where = f"{where}, tree {index}"
-    try:
-        left = np.asarray(tree["left_children"], dtype=np.int64)
-        right = np.asarray(tree["right_children"], dtype=np.int64)
-        feature = np.asarray(tree["split_indices"], dtype=np.int64)
-        cond = np.asarray(tree["split_conditions"], dtype=np.float64)
-        default_left = np.asarray(tree["default_left"], dtype=np.int64) != 0
-        split_type = np.asarray(tree.get("split_type", [0] * left.shape[0]), dtype=np.int64)
-        gain = np.asarray(tree.get("loss_changes", [0.0] * left.shape[0]), dtype=np.float64)
-        leaf_size = int(tree.get("tree_param", {}).get("size_leaf_vector", "1"))
-    except (KeyError, TypeError, ValueError, AttributeError) as e:
-        raise ValueError(f"{where}: its node arrays are missing or malformed ({e!r}).") from None
+    if not isinstance(tree, dict):
+        raise ValueError(f"{where}: it is not a JSON object; the file is corrupt.")
+    left = _node_array(tree, "left_children", np.int64, None, where)
     n = left.shape[0]
+    right = _node_array(tree, "right_children", np.int64, None, where)
+    feature = _node_array(tree, "split_indices", np.int64, None, where)
+    cond = _node_array(tree, "split_conditions", np.float64, None, where)
+    default_left = _node_array(tree, "default_left", np.int64, None, where) != 0
+    split_type = _node_array(tree, "split_type", np.int64, [0] * n, where)
+    gain = _node_array(tree, "loss_changes", np.float64, [0.0] * n, where)
+    tree_param = tree.get("tree_param", {})
+    if not isinstance(tree_param, dict):
+        raise ValueError(f"{where}: its tree_param is not a JSON object; the file is corrupt.")
+    leaf_size = _integer(tree_param.get("size_leaf_vector", "1"), "size_leaf_vector", where)
     if n == 0 or any(a.shape != (n,) for a in (right, feature, cond, default_left, split_type, gain)):
         raise ValueError(f"{where}: its node arrays differ in length or are empty; the file is corrupt.")
     if leaf_size > 1:

@@ -12,6 +12,10 @@ from sklearn.utils._param_validation import Interval, StrOptions
 # Sample-weight checks (shape, finiteness, non-negativity) with scikit-learn's messages.
 from sklearn.utils.validation import _check_sample_weight as check_sample_weight
 
+# The feature names a fit keeps of a DataFrame (its columns when all are strings; TypeError when mixed): the Dask
+# ranker applies the rule validate_data applies in a local fit.
+from sklearn.utils.validation import _get_feature_names as feature_names_of
+
 
 def validate_params(estimator):
     """Check ``estimator``'s parameters against its ``_parameter_constraints`` (scikit-learn's messages).
@@ -22,4 +26,4 @@ def validate_params(estimator):
     estimator._validate_params()
 
 
-__all__ = ["Interval", "StrOptions", "check_sample_weight", "validate_params"]
+__all__ = ["Interval", "StrOptions", "check_sample_weight", "feature_names_of", "validate_params"]

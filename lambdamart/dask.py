@@ -46,6 +46,7 @@ from distributed.protocol import to_serialize
 from sklearn.utils import check_random_state
 
 from ._checkpoint import Checkpoints, TrainingState
+from ._compat import feature_names_of
 from ._dask_io import read_letor
 from ._engine.binning import bin_features, find_thresholds
 from ._engine.grower import add_leaf_values, find_node_split
@@ -68,7 +69,7 @@ from .ranker import (
     _predict_trees,
     _query_rows,
     _Rounds,
-    unchanged_on_failure,
+    _unchanged_on_failure,
 )
 
 __all__ = ["DaskLambdaMARTRanker", "read_letor"]
@@ -77,15 +78,20 @@ __all__ = ["DaskLambdaMARTRanker", "read_letor"]
 # ------------------------------------------------------------------------------------------------- on the workers
 
 
-def _route_chunk(X, y, qid, sample_weight, position, query_ids, query_shard, first_row, n_shards):
-    """Cut one input chunk into the rows of each shard: ``[dict per shard]`` with each row's query and input index."""
+def _route_chunk(X, y, qid, sample_weight, position, query_ids, query_shard, first_row, n_shards, gain, where):
+    """Cut one input chunk into the rows of each shard: ``[dict per shard]`` with each row's query and input index.
+
+    The rows are checked as a local fit checks them (``where`` prefixes the names in the messages), the labels
+    against ``gain`` too: an error here ends the fit before any actor starts, not from a shard's set-up.
+    """
     X = np.asarray(X)
     if X.ndim != 2:
         raise ValueError(f"X must be 2-D, got a chunk of shape {X.shape}.")
     qid = np.asarray(qid).reshape(-1)
-    y = check_y(y, X.shape[0], "y")
+    y = check_y(y, X.shape[0], f"{where}y")
+    label_gains(y, gain, f"{where}y")  # raises on labels the gain can't take (beyond a table, fractional, too large)
     position = check_position(position, X.shape[0])
-    sample_weight = None if sample_weight is None else check_sample_weights(sample_weight, X)
+    sample_weight = None if sample_weight is None else _chunk_weights(sample_weight, X)
     query = np.searchsorted(query_ids, qid)
     shard = query_shard[query]
     row = first_row + np.arange(X.shape[0], dtype=np.int64)
@@ -98,6 +104,18 @@ def _route_chunk(X, y, qid, sample_weight, position, query_ids, query_shard, fir
                            sample_weight=None if sample_weight is None else sample_weight[keep],
                            position=None if position is None else position[keep]))
     return pieces
+
+
+def _chunk_weights(sample_weight, X):
+    """One chunk's row weights, checked row by row as a local fit checks them (finite, non-negative, one per row).
+
+    A chunk of zero weights (or of no rows) is fine here: a local fit asks only that some row of all weighs, which
+    ``fit`` checks over every chunk (see :func:`_chunk_summary`).
+    """
+    weights = np.asarray(sample_weight)
+    if weights.shape == (X.shape[0],) and weights.dtype.kind in "biuf" and not np.any(weights):
+        return weights.astype(np.float64)
+    return check_sample_weights(sample_weight, X)
 
 
 def _gather_shard(pieces):
@@ -186,7 +204,8 @@ class _Shard:
     def setup(self, thresholds, threshold_offsets, first_row, n_train_rows, n_positions, growth, init_trees, trees):
         """Bin the rows, build the objective; ``first_row`` is this shard's first row in the global layout.
 
-        ``n_positions`` is the largest displayed position over all shards (Unbiased LambdaMART; 0 without);
+        ``n_positions`` is the largest displayed position of the training rows of all shards (Unbiased
+        LambdaMART, as a local fit; 0 without);
         ``growth`` the trees' :class:`~lambdamart._engine.grower.GrowthParams`. The scores start from
         ``init_trees`` (init_model's flat trees, or None) and the ``trees`` grown so far (a fit that goes on
         after a lost worker, or continues a checkpoint), added in order as the rounds added them.
@@ -268,7 +287,11 @@ class _Shard:
             tree = grow_tree_stepwise(_PeerRows(self, self.rows), self.n_bins, self.layout.bin_offsets, features,
                                       self.growth)
             sums = self._add_tree(tree, self.rows, tree_rows, record)
-        loss_totals = getattr(self.objective, "loss_totals", None) if position_bias is not None else None
+        loss_totals = None
+        if position_bias is not None:
+            loss_totals = getattr(self.objective, "loss_totals", None)
+            if loss_totals is None:  # no training rows here (all held out, or none placed): nothing to add
+                loss_totals = np.zeros_like(position_bias)
         return dict(tree=tree if self.index == 0 else None, rng_state=self.draws.get_state(),
                     loss_totals=loss_totals, ndcg=sums, exchanges=self.exchanges,
                     histogram_bytes=self.histogram_bytes)
@@ -466,8 +489,9 @@ class _Cluster:
     :class:`~lambdamart.exceptions.WorkerLostError` naming it and the stage (round) of the fit.
     """
 
-    def __init__(self, client, actors, workers):
-        self.client, self.actors, self.workers = client, actors, workers
+    def __init__(self, client, futures, workers):
+        self.client, self.futures, self.workers = client, futures, workers
+        self.actors = None  # once the futures are done
         self.stage = "set-up"
         self.round_trips = 0  # calls to all actors, each waiting for every answer
         self.traffic = {"exchanges": 0, "histogram_bytes": 0}  # between the actors, so far
@@ -504,6 +528,35 @@ class _Cluster:
         self._abort_others(failed, error)
         raise error
 
+    def release(self, ended):
+        """After a fit that did not end well (``ended`` False): end the actors' rounds and let the actors go.
+
+        A fit abandoned on the way (an error, a second Ctrl-C) would leave every actor's mailbox in its worker's
+        ``_MAILBOXES`` until the worker exits, and the actors alive while anything (a traceback) holds them. Best
+        effort and bounded in time: a lost worker has nothing left to clean up. A fit that ended has closed every
+        actor, and its actors go with the last reference to them.
+        """
+        if ended:
+            return
+        if self.actors is not None:
+            calls = []
+            for actor in self.actors:
+                try:
+                    calls.append(actor.abort("the fit was abandoned"))
+                except Exception:  # the actor's worker is gone
+                    pass
+            deadline = time.monotonic() + _RELEASE_SECONDS
+            for call in calls:
+                try:
+                    call.result(timeout=max(0.0, deadline - time.monotonic()))
+                except Exception:
+                    pass
+        if self.client.status == "running":  # else the scheduler is gone, and the actors with it
+            try:
+                self.client.cancel(self.futures)
+            except Exception:  # best effort, as above
+                pass
+
     def _abort_others(self, failed, error):
         try:
             alive = _workers(self.client)
@@ -518,6 +571,8 @@ class _Cluster:
 
 
 _POLL_SECONDS = 0.2
+# How long an abandoned fit waits for its actors to leave it (see _Cluster.release).
+_RELEASE_SECONDS = 5.0
 # Worker losses in a row (no round completed in between) after which a fit gives up rather than redeploy again.
 _RECOVERIES_WITHOUT_PROGRESS = 3
 # How long a fit waits for a client that is reconnecting to its scheduler (the client gives up after its own
@@ -673,7 +728,7 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
         params.pop("client")
         return params
 
-    @unchanged_on_failure
+    @_unchanged_on_failure
     def fit(self, X, y, qid=None, *, sample_weight=None, eval_set=None, position=None, init_model=None):
         """Fit on the cluster; the same trees as ``LambdaMARTRanker.fit`` on the same rows.
 
@@ -687,13 +742,15 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
         Parameters
         ----------
         X : dask.array.Array or dask.dataframe.DataFrame of shape (n_samples, n_features)
-            Features (numpy arrays and pandas DataFrames are sent to the cluster first).
+            Features (numpy arrays and pandas DataFrames are sent to the cluster first). As in a local fit, a
+            DataFrame's column names (all strings) become ``feature_names_in_``, and features that are not float32
+            or float64 are converted to float64.
         y : dask.array.Array or dask Series of shape (n_samples,)
             Relevance labels, chunked like ``X``'s rows.
         qid : dask.array.Array or dask Series of shape (n_samples,)
             Query id of every row, in any order and in any partitions; required.
         sample_weight : dask.array.Array of shape (n_samples,), default=None
-            Row weights, chunked like ``X``'s rows.
+            Row weights, chunked like ``X``'s rows; as in a local fit, at least one must be positive.
         eval_set : list of (X, y, qid) tuples, default=None
             Validation data (dask or numpy), scored every round; the first one drives early stopping.
         position : dask.array.Array of int of shape (n_samples,), default=None
@@ -734,17 +791,25 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
             rng.set_state(state.start_rng)
         start_rng = rng.get_state()
 
-        query_ids, query_sizes = _query_table(client, arrays["qid"])
+        query_ids, query_sizes, top_position, weighs = _query_table(client, arrays["qid"], arrays["position"],
+                                                                    arrays["sample_weight"])
+        if weighs is False:  # a local fit's check of all the weights; each chunk's rows are checked on the workers
+            raise ValueError("Sample weights must contain at least one non-zero number: every row of sample_weight "
+                             "is 0, so no row counts in the fit. Give the rows to learn from positive weights.")
         evals = []
         for i, item in enumerate(eval_set or []):
             X_v, y_v, qid_v = (tuple(item) + (None,))[:3]
             if qid_v is None:
                 raise ValueError(f"eval_set[{i}] needs a qid: give (X, y, qid) tuples.")
-            X_v, arrays_v, _ = _as_dask(X_v, {"y": y_v, "qid": qid_v, "sample_weight": None, "position": None},
-                                        where=f"eval_set[{i}] ")
+            X_v, arrays_v, names_v = _as_dask(X_v, {"y": y_v, "qid": qid_v, "sample_weight": None, "position": None},
+                                              where=f"eval_set[{i}] ")
             if X_v.shape[1] != self.n_features_in_:
                 raise ValueError(f"eval_set[{i}] X has {X_v.shape[1]} features, but X has {self.n_features_in_}.")
-            evals.append((X_v, arrays_v, *_query_table(client, arrays_v["qid"])))
+            if names is not None and names_v is not None and list(names_v) != list(names):
+                # As a local fit, which checks an eval set's columns against the fit's.
+                raise ValueError(f"eval_set[{i}] X has columns {list(names_v)}, but X has {list(names)}; select the "
+                                 f"fit columns in the fit order, e.g. X_valid[list(X.columns)].")
+            evals.append((X_v, arrays_v, *_query_table(client, arrays_v["qid"])[:2]))
         n_queries = query_ids.shape[0]
         held_out = None
         if self.early_stopping is True and not eval_set:
@@ -755,10 +820,10 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
             held_out[rng.choice(n_queries, n_valid, replace=False)] = True
         inputs = _Inputs(X=X, arrays=arrays, query_ids=query_ids, query_sizes=query_sizes, evals=evals,
                          held_out=held_out)
-        n_positions = 0
-        if position is not None:
-            n_positions = int(client.compute(arrays["position"].max(), sync=True))
         train_queries = np.flatnonzero(~held_out) if held_out is not None else np.arange(n_queries)
+        # One bias per position up to the largest among the training rows, as a local fit (held-out rows' deeper
+        # positions get none).
+        n_positions = 0 if top_position is None else int(top_position[train_queries].max(initial=0))
         progress = _Progress(trees=[], position_bias=np.ones((2, n_positions)) if n_positions else None,
                              init_trees=init._trees if init is not None else None, train_queries=train_queries)
         if state is not None:
@@ -803,16 +868,21 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
             lost_at = time.perf_counter()
             try:
                 cluster = self._deploy(client, workers, inputs, progress, rng, state, profile)
-                if profile["recoveries"]:
-                    profile["recovery"] += time.perf_counter() - lost_at
-                boosting = time.perf_counter()
+                ended = False
                 try:
-                    self._boost_on(cluster, progress, rng, rounds)
+                    if profile["recoveries"]:
+                        profile["recovery"] += time.perf_counter() - lost_at
+                    boosting = time.perf_counter()
+                    try:
+                        self._boost_on(cluster, progress, rng, rounds)
+                    finally:
+                        profile["boosting"] += time.perf_counter() - boosting
+                        for name, count in [("round_trips", cluster.round_trips), *cluster.traffic.items()]:
+                            profile[name] = profile.get(name, 0) + count
+                    cluster.call("close")
+                    ended = True
                 finally:
-                    profile["boosting"] += time.perf_counter() - boosting
-                    for name, count in [("round_trips", cluster.round_trips), *cluster.traffic.items()]:
-                        profile[name] = profile.get(name, 0) + count
-                cluster.call("close")
+                    cluster.release(ended)
                 return
             except WorkerLostError as error:
                 failures_in_a_row = 1 if len(progress.trees) > rounds_before else failures_in_a_row + 1
@@ -828,16 +898,25 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
         """Regroup the rows onto ``workers``, one actor each, binned and with the scores of the trees so far."""
         regroup = time.perf_counter()
         train_parts = _regroup(client, inputs.X, inputs.arrays, inputs.query_ids,
-                               _assign_queries(inputs.query_sizes, len(workers)), workers)
+                               _assign_queries(inputs.query_sizes, len(workers)), workers, self.gain)
         valid_parts = [[] for _ in workers]
-        for X_v, arrays_v, ids_v, sizes_v in inputs.evals:
+        for i, (X_v, arrays_v, ids_v, sizes_v) in enumerate(inputs.evals):
             for s, part in enumerate(_regroup(client, X_v, arrays_v, ids_v, _assign_queries(sizes_v, len(workers)),
-                                              workers)):
+                                              workers, self.gain, f"eval_set[{i}] ")):
                 valid_parts[s].append(part)
         params = self._local_params()
-        actors = _await_on(client, [client.submit(_Shard, data, valid, params, actor=True, workers=[w])
+        cluster = _Cluster(client, [client.submit(_Shard, data, valid, params, actor=True, workers=[w])
                                     for data, valid, w in zip(train_parts, valid_parts, workers)], workers)
-        cluster = _Cluster(client, actors, workers)
+        try:
+            return self._set_up(cluster, inputs, progress, rng, state, profile, regroup)
+        except BaseException:
+            cluster.release(ended=False)  # the actors of a set-up that failed (or was interrupted) go
+            raise
+
+    def _set_up(self, cluster, inputs, progress, rng, state, profile, regroup):
+        """The actors of ``cluster`` created, connected, with their training rows, binned and scored; the cluster."""
+        client, workers = cluster.client, cluster.workers
+        cluster.actors = actors = _await_on(client, cluster.futures, workers)
         fit_id = uuid.uuid4().hex  # this deployment's: parts of an earlier one's exchanges are not taken for it
         cluster.call("connect", each=[(fit_id, workers, i) for i in range(len(actors))])
         n_rows = np.array(cluster.call("hold_out", inputs.held_out), dtype=np.int64)
@@ -984,20 +1063,47 @@ def _predict_frame(frame, model):
     return pd.Series(model.predict(frame), index=frame.index)
 
 
-def _query_table(client, qid):
+def _query_table(client, qid, position=None, sample_weight=None):
     """The sorted query ids and their row counts: per chunk on the workers, merged here.
+
+    With ``position``, also the largest position of each query (a local fit sizes the position biases by its
+    training rows, which are known only once queries are held out); with ``sample_weight``, whether any row weighs
+    (a local fit refuses weights that are all zero). Both come from the same pass over the chunks. (``None`` for
+    what was not given.)
 
     (``dask.array.unique(..., return_counts=True)`` took 1.2 s on 571k rows in 2 chunks, this 0.05-0.15 s.)
     """
-    parts = client.compute([dask.delayed(np.unique)(chunk, return_counts=True)
-                            for chunk in qid.to_delayed().ravel()], sync=True)
-    ids, inverse = np.unique(np.concatenate([ids for ids, _ in parts]), return_inverse=True)
+    chunks = [a.to_delayed().ravel() if a is not None else [None] * qid.numblocks[0]
+              for a in (qid, position, sample_weight)]
+    parts = client.compute([dask.delayed(_chunk_summary)(*chunk) for chunk in zip(*chunks)], sync=True)
+    ids, inverse = np.unique(np.concatenate([part[0] for part in parts]), return_inverse=True)
     if ids.dtype.kind == "f" and not np.isfinite(ids).all():
         raise ValueError("qid contains NaN or infinite values; every row needs a query id: drop those rows or give "
                          "them an id.")
-    sizes = np.bincount(inverse.reshape(-1), weights=np.concatenate([sizes for _, sizes in parts]),
-                        minlength=ids.shape[0])
-    return ids, sizes.astype(np.int64)
+    inverse = inverse.reshape(-1)
+    sizes = np.bincount(inverse, weights=np.concatenate([part[1] for part in parts]), minlength=ids.shape[0])
+    top_position = None
+    if position is not None:
+        top_position = np.zeros(ids.shape[0], dtype=np.int64)
+        np.maximum.at(top_position, inverse, np.concatenate([part[2] for part in parts]))
+    weighs = None if sample_weight is None else any(part[3] for part in parts)
+    return ids, sizes.astype(np.int64), top_position, weighs
+
+
+def _chunk_summary(qid, position, sample_weight):
+    """One chunk's query ids, row counts, largest position per query, and whether any row weighs (see above)."""
+    ids, inverse, counts = np.unique(qid, return_inverse=True, return_counts=True)
+    top_position = weighs = None
+    if position is not None:
+        position = check_position(position, np.shape(qid)[0])  # a bad position raises here, before the fit starts
+        top_position = np.zeros(ids.shape[0], dtype=np.int64)
+        np.maximum.at(top_position, inverse.reshape(-1), position)
+    if sample_weight is not None:
+        try:
+            weighs = bool(np.any(np.asarray(sample_weight) != 0))
+        except (TypeError, ValueError):  # not numbers: the routing task's check_sample_weights says what is wrong
+            weighs = True
+    return ids, counts, top_position, weighs
 
 
 def _assign_queries(sizes, n_shards):
@@ -1009,9 +1115,8 @@ def _assign_queries(sizes, n_shards):
 
 def _as_dask(X, arrays, where=""):
     """X as a dask array with one chunk of columns, and the 1-D arrays chunked like its rows (checked)."""
-    names = None
+    names = _feature_names(X)
     if hasattr(X, "to_dask_array"):  # a dask DataFrame
-        names = np.asarray([str(c) for c in X.columns], dtype=object)
         X = X.to_dask_array(lengths=True)
     elif not isinstance(X, da.Array):
         X = da.from_array(np.asarray(X))
@@ -1020,6 +1125,9 @@ def _as_dask(X, arrays, where=""):
     if X.dtype.kind not in "biuf":
         raise ValueError(f"{where}X must hold numbers, got dtype {X.dtype} (a text, category or object column?). "
                          f"{ENCODE_HINT}")
+    if X.dtype != np.float32 and X.dtype != np.float64:
+        # As a local fit converts them (check_X): the kernels are compiled for float32 and float64 only.
+        X = X.astype(np.float64)
     if any(np.isnan(c) for c in X.chunks[0]):
         raise ValueError(f"{where}X has unknown chunk sizes; call X.compute_chunk_sizes() first.")
     if 0 in X.shape:
@@ -1049,8 +1157,26 @@ def _as_dask(X, arrays, where=""):
     return X, out, names
 
 
-def _regroup(client, X, arrays, query_ids, query_shard, workers):
-    """Futures of each worker's rows (whole queries, laid out as a local fit would), from the chunks of ``X``."""
+def _feature_names(X):
+    """The feature names a local fit keeps of ``X``: a pandas or dask DataFrame's columns when all are strings.
+
+    None for other input, or columns that are not all strings; columns of strings and other types mixed raise
+    scikit-learn's TypeError, as in a local fit.
+    """
+    columns = getattr(X, "columns", None)
+    if columns is None:
+        return None
+    import pandas as pd  # a DataFrame, pandas' or dask's: pandas is installed
+
+    # scikit-learn's own rule (the one validate_data applies in a local fit), on an empty frame of the columns.
+    return feature_names_of(pd.DataFrame(columns=list(columns)))
+
+
+def _regroup(client, X, arrays, query_ids, query_shard, workers, gain, where=""):
+    """Futures of each worker's rows (whole queries, laid out as a local fit would), from the chunks of ``X``.
+
+    ``gain`` is the fit's, which the labels are checked against; ``where`` names the data in error messages.
+    """
     n_shards = len(workers)
     parts = {name: (a.to_delayed().ravel().tolist() if a is not None else None) for name, a in arrays.items()}
     X_parts = X.to_delayed().ravel().tolist()
@@ -1068,7 +1194,7 @@ def _regroup(client, X, arrays, query_ids, query_shard, workers):
                  for name in ("sample_weight", "position")}
         routed.append(client.submit(_route_chunk, chunk_futures[c], chunk_futures[n + c], chunk_futures[2 * n + c],
                                     extra["sample_weight"], extra["position"], query_ids, query_shard,
-                                    int(starts[c]), n_shards, pure=False))
+                                    int(starts[c]), n_shards, gain, where, pure=False))
     shards = []
     for s, worker in enumerate(workers):
         pieces = [client.submit(operator.getitem, r, s, pure=False) for r in routed]

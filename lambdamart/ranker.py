@@ -89,7 +89,7 @@ class _EvalQueries:
     scores: np.ndarray
 
 
-def unchanged_on_failure(fit):
+def _unchanged_on_failure(fit):
     """Decorate a ``fit`` method so that, when it raises, the estimator is left as it was before.
 
     A refused or abandoned fit (bad data, a continuation on other data, a second Ctrl-C) must not leave the earlier
@@ -372,7 +372,7 @@ class LambdaMARTRanker(BaseEstimator):
 
     # ------------------------------------------------------------------ fit
 
-    @unchanged_on_failure
+    @_unchanged_on_failure
     def fit(self, X: ArrayLike, y: ArrayLike, qid: ArrayLike | None = None, *, group: ArrayLike | None = None,
             sample_weight: ArrayLike | None = None, eval_set: list[tuple] | None = None,
             position: ArrayLike | None = None,

@@ -186,6 +186,120 @@ def test_bad_input_fails_before_training(client, data, monkeypatch):
     unknown = yd[yd >= 0]  # a filter leaves the chunk sizes unknown
     with pytest.raises(ValueError, match=r"y has unknown chunk sizes; call y.compute_chunk_sizes\(\) first"):
         DaskLambdaMARTRanker(client=client, n_estimators=2).fit(Xd, unknown, qd)
+    # Labels a gain table can't take were refused by the workers' set-up, which waited for a lost worker first.
+    table = [0, 1, 3, 7, 15]
+    for label in (1.5, 9.0):
+        bad = y.copy()
+        bad[5] = label
+        with pytest.raises(ValueError, match=rf"^with a gain table of 5 entries.*y holds {label:g}\. Extend"):
+            DaskLambdaMARTRanker(client=client, n_estimators=2, gain=table).fit(
+                Xd, da.from_array(bad, chunks=1500), qd)
+        with pytest.raises(ValueError, match=rf"eval_set\[0\] y holds {label:g}"):
+            DaskLambdaMARTRanker(client=client, n_estimators=2, gain=table).fit(
+                Xd, yd, qd, eval_set=[(Xd, da.from_array(bad, chunks=1500), qd)])
+    with pytest.raises(ValueError, match="at least one non-zero number"):  # all rows, not a chunk (see below)
+        DaskLambdaMARTRanker(client=client, n_estimators=2).fit(Xd, yd, qd, sample_weight=da.zeros_like(yd))
+    bad_position = np.ones(y.size)
+    bad_position[3] = 0.5
+    with pytest.raises(ValueError, match="position must hold whole displayed ranks"):
+        DaskLambdaMARTRanker(client=client, n_estimators=2).fit(Xd, yd, qd, position=da.from_array(
+            bad_position, chunks=1500))
+
+
+def test_weights_are_checked_per_row_and_over_all_chunks(client):
+    # A chunk of zero weights, or of no rows, is valid input: a local fit asks only that some row of all weighs.
+    X, y, qid = make_ranking_data(20, random_state=1)
+    weights = np.random.default_rng(2).uniform(0.5, 2.0, y.size)
+    weights[:500] = 0.0
+    chunks = (500, 0, y.size - 500)
+    params = dict(n_estimators=3, random_state=0, **SMALL)
+    model = DaskLambdaMARTRanker(client=client, **params).fit(
+        da.from_array(X, chunks=(chunks, -1)), da.from_array(y, chunks=(chunks,)), da.from_array(qid, chunks=(chunks,)),
+        sample_weight=da.from_array(weights, chunks=(chunks,)))
+    assert_same_model(model, LambdaMARTRanker(**params).fit(X, y, qid, sample_weight=weights), X)
+
+
+def test_unbiased_lambdamart_with_a_worker_without_training_rows(client):
+    # Query 3 holds the deepest positions and all the rows of its worker; early stopping holds it out, so that
+    # worker trains on no rows and the position biases go only as deep as the training rows' (as a local fit).
+    random_state = next(r for r in range(100) if np.random.RandomState(r).choice(4, 1, replace=False)[0] == 3)
+    rng = np.random.default_rng(0)
+    sizes = [30, 30, 30, 600]
+    qid = np.repeat(np.arange(4), sizes)
+    X, y = rng.normal(size=(qid.size, 5)), rng.integers(0, 3, qid.size).astype(float)
+    position = np.concatenate([np.arange(1, n + 1) for n in sizes])
+    position = np.minimum(position, np.where(qid == 3, 40, 20))
+    params = dict(n_estimators=3, max_leaf_nodes=4, min_samples_leaf=5, random_state=random_state,
+                  early_stopping=True, validation_fraction=0.25)
+    model = DaskLambdaMARTRanker(client=client, **params).fit(*_dask(X, y, qid, chunk=200),
+                                                              position=da.from_array(position, chunks=200))
+    local = LambdaMARTRanker(**params).fit(X, y, qid, position=position)
+    assert local.position_bias_.shape == (2, 20)
+    assert model.position_bias_.shape == local.position_bias_.shape
+    np.testing.assert_allclose(model.position_bias_, local.position_bias_, rtol=1e-9)
+    assert_same_model(model, local, X)
+    # One query, in two chunks: the worker it does not go to has no rows at all.
+    qid, X, y = qid[:200] * 0, X[:200], (y[:200] > 0).astype(float)
+    position = np.minimum(np.arange(1, 201), 20)
+    params = dict(n_estimators=3, max_leaf_nodes=4, min_samples_leaf=5, random_state=0)
+    model = DaskLambdaMARTRanker(client=client, **params).fit(*_dask(X, y, qid, chunk=100),
+                                                              position=da.from_array(position, chunks=100))
+    local = LambdaMARTRanker(**params).fit(X, y, qid, position=position)
+    np.testing.assert_allclose(model.position_bias_, local.position_bias_, rtol=1e-9)
+    assert_same_model(model, local, X)
+
+
+def test_feature_names_and_dtypes_as_a_local_fit(client, data):
+    X, y, qid = data
+    X, y, qid = X[:1500], y[:1500], qid[:1500]
+    params = dict(n_estimators=2, random_state=0, **SMALL)
+    columns = [f"f{i}" for i in range(X.shape[1])]
+    frame = pd.DataFrame(X, columns=columns)
+    model = DaskLambdaMARTRanker(client=client, **params).fit(frame, y, qid)
+    assert list(model.feature_names_in_) == columns
+    with pytest.raises(ValueError, match="feature names should match"):
+        model.predict(frame[columns[::-1]])  # was scored as if in fit order
+    with pytest.raises(ValueError, match=r"eval_set\[0\] X has columns .* but X has"):
+        DaskLambdaMARTRanker(client=client, **params).fit(frame, y, qid, eval_set=[(frame[columns[::-1]], y, qid)])
+    # Columns that are not strings name no features, in a local fit and a Dask one alike.
+    numbered = dd.from_pandas(pd.DataFrame(X), npartitions=2)
+    chunks = tuple(int(n) for n in numbered.map_partitions(len).compute())
+    model = DaskLambdaMARTRanker(client=client, **params).fit(
+        numbered, da.from_array(y, chunks=chunks), da.from_array(qid, chunks=chunks))
+    assert not hasattr(model, "feature_names_in_")
+    assert not hasattr(LambdaMARTRanker(**params).fit(pd.DataFrame(X), y, qid), "feature_names_in_")
+    # float16 is converted, as a local fit converts it (numba's kernels raised NotImplementedError).
+    half = X.astype(np.float16)
+    model = DaskLambdaMARTRanker(client=client, **params).fit(*_dask(half, y, qid, chunk=700))
+    assert_same_model(model, LambdaMARTRanker(**params).fit(half, y, qid), half)
+
+
+def test_an_abandoned_fit_leaves_nothing_on_the_workers(client, data, monkeypatch):
+    # A second Ctrl-C (or any error) mid-fit left every worker's mailbox for the fit, and the actors alive while the
+    # traceback held them.
+    def left_behind(dask_worker):
+        from lambdamart import dask as on_worker
+
+        return len(on_worker._MAILBOXES), sum(type(a).__name__ == "_Shard" for a in dask_worker.state.actors.values())
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    X, y, qid = data
+    before = client.run(left_behind)
+    monkeypatch.setattr(DaskLambdaMARTRanker, "_boost_on", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        DaskLambdaMARTRanker(client=client, n_estimators=2, **SMALL).fit(*_dask(X, y, qid))
+    def cleaned_up():
+        # No more than before: an earlier test's actors may go meanwhile, when their last reference does.
+        after = client.run(left_behind)
+        return after.keys() == before.keys() and all(
+            a <= b for w in after for a, b in zip(after[w], before[w]))
+
+    deadline = time.monotonic() + 10  # the workers release the actors when the scheduler tells them
+    while not cleaned_up() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert cleaned_up(), (before, client.run(left_behind))
 
 
 def _fit_killing_workers(data, params, kill_after_rounds, capsys, fit_kwargs=None):

@@ -634,9 +634,10 @@ class LambdaMARTRanker(BaseEstimator):
         ``n_rows`` None leaves the training rows uncounted.
         """
         if (n_features, state.n_rows if n_rows is None else n_rows) != (state.n_features, state.n_rows):
+            got = f"{n_features} features" if n_rows is None else f"{n_rows} rows of {n_features}"
             raise ValueError(f"warm_start adds rounds to a fit on the same data, which had {state.n_rows} training "
-                             f"rows of {state.n_features} features; got {n_rows} rows of {n_features}. Set "
-                             f"warm_start=False to fit these data afresh.")
+                             f"rows of {state.n_features} features; got {got}. Set warm_start=False to fit these "
+                             f"data afresh.")
         names = getattr(self, "feature_names_in_", None)
         if state.feature_names is not None and names is not None and not np.array_equal(state.feature_names, names):
             raise ValueError(f"warm_start adds rounds to a fit on features named {list(state.feature_names)[:5]}..., "

@@ -131,7 +131,8 @@ class LambdaMARTRanker(BaseEstimator):
         - ``"xendcg"``: XE-NDCG, cross entropy between softmax of the scores and a target proportional to
           gain + 1 - γ, γ ~ U(0, 1) drawn per document each round (as LightGBM's ``rank_xendcg``);
         - ``"frank"``: FRank's fidelity loss 1 - sqrt(P) over all pairs with different labels, P the logistic
-          probability that the pair is ordered right;
+          probability that the pair is ordered right (like ``"ranknet"`` over all pairs, quadratic in a query's
+          size: a fit warns above 10^8 pairs a round);
         - ``"lambdaloss"``: LambdaLoss's NDCG-Loss2++, pairwise logistic loss weighted by the rank terms
           ρ + μ·δ and the gain difference (Wang et al., 2018); μ 5 by default;
         - ``"yetirank"``: YetiRank, pairwise logistic loss over the neighbours of 10 rankings perturbed by

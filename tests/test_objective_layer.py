@@ -138,3 +138,31 @@ def test_fit_profile_times_every_stage():
     assert list(profile) == ["binning", "gradients", "tree_growth", "score_update", "validation", "total"]
     assert all(v >= 0.0 for v in profile.values())
     assert sum(v for k, v in profile.items() if k != "total") <= profile["total"]
+
+
+@pytest.mark.parametrize("params, warns", [
+    (dict(objective="ranknet"), "Pass pairs_per_document"),
+    (dict(objective="frank"), "Objectives linear in the query's size"),
+    (dict(objective="ranknet", pairs_per_document=3), None),
+    (dict(objective="lambdarank"), None),
+])
+def test_an_objective_over_every_pair_warns_when_the_pairs_are_many(monkeypatch, params, warns):
+    import warnings
+
+    from lambdamart._objectives import base
+
+    X, y, qid, _ = _data()
+    monkeypatch.setattr(base, "_MANY_PAIRS", 8 * 7 // 2 * 40 - 1)  # one pair fewer than 40 queries of 8 have
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        LambdaMARTRanker(n_estimators=1, **params).fit(X, y, qid)
+    messages = [str(w.message) for w in caught if "every pair" in str(w.message)]
+    if warns is None:
+        assert not messages
+    else:
+        assert len(messages) == 1 and "1,120 pairs a round" in messages[0] and warns in messages[0]
+        assert caught[0].filename == __file__  # points at the fit call
+    monkeypatch.setattr(base, "_MANY_PAIRS", 8 * 7 // 2 * 40)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        LambdaMARTRanker(n_estimators=1, **params).fit(X, y, qid)

@@ -10,6 +10,7 @@ To add an objective: write its kernel and a subclass of :class:`Objective` with 
 ``lambdamart._objectives.OBJECTIVES``.
 """
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,6 +46,24 @@ class TrainingQueries:
     def n_queries(self):
         """Number of queries."""
         return self.offsets.shape[0] - 1
+
+
+# Pairs an all-pairs objective may look at per round before the fit warns: about a second of one core.
+_MANY_PAIRS = 10**8
+
+
+def warn_if_all_pairs_are_many(offsets, name, remedy):
+    """Warn when an objective over every pair of a query's documents has more than ``_MANY_PAIRS`` pairs a round.
+
+    Its cost grows with the square of a query's size: a forgotten ``qid`` (every row one query) would run for days.
+    """
+    sizes = np.diff(offsets).astype(np.float64)
+    pairs = float(np.sum(sizes * (sizes - 1.0) / 2.0))
+    if pairs > _MANY_PAIRS:
+        warnings.warn(f"objective={name!r} looks at every pair of documents of a query: {pairs:,.0f} pairs a round "
+                      f"here (the largest query has {int(sizes.max()):,} documents), a cost that grows with the "
+                      f"square of a query's size. {remedy} If the queries should be smaller, check qid.",
+                      UserWarning, stacklevel=6)
 
 
 class Objective:

@@ -4,7 +4,7 @@ import numpy as np
 from numba import prange
 
 from .._jit import inner_kernel, kernel
-from .base import Objective, add_pair, apply_sample_weight
+from .base import Objective, add_pair, apply_sample_weight, warn_if_all_pairs_are_many
 
 
 @inner_kernel
@@ -66,6 +66,12 @@ class FRank(Objective):
     """
 
     name = "frank"
+
+    def __init__(self, queries, params, rng):
+        super().__init__(queries, params, rng)
+        warn_if_all_pairs_are_many(queries.offsets, self.name, "Objectives linear in the query's size: 'lambdarank' "
+                                   "(pairs with the top truncation_level documents), 'xendcg', or 'ranknet' with "
+                                   "pairs_per_document.")
 
     def gradients(self, scores, query_indices, grad, hess):
         q = self.queries

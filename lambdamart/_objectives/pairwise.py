@@ -4,7 +4,7 @@ import numpy as np
 from numba import prange
 
 from .._jit import inner_kernel, kernel
-from .base import Objective, add_pair, apply_sample_weight
+from .base import Objective, add_pair, apply_sample_weight, warn_if_all_pairs_are_many
 
 
 @inner_kernel
@@ -65,6 +65,9 @@ class RankNet(Objective):
                              f"round ({n_rows * k * 8 / 2**30:.1f} GiB); at most {_MAX_PARTNER_DRAWS:,} are drawn: "
                              f"lower pairs_per_document (a partner is one of the other documents of the query, "
                              f"drawn with replacement), or use None for every pair.")
+        if k is None:
+            warn_if_all_pairs_are_many(queries.offsets, self.name, "Pass pairs_per_document (e.g. 20) to sample "
+                                       "that many partners per document, linear in the query's size.")
 
     def gradients(self, scores, query_indices, grad, hess):
         k = self.params["pairs_per_document"]

@@ -143,11 +143,13 @@ def group_from_sizes(group, n_samples):
     # Checked before the cast and the sum, which would wrap larger sizes around.
     if np.any(sizes > n_samples):
         raise ValueError(f"group holds a query of {np.max(sizes)} rows but there are {n_samples} rows; the sizes "
-                         f"must sum to the number of rows.")
+                         f"must sum to the number of rows. (Inside a cross-validation or search, pass qid instead.)")
     sizes = sizes.astype(np.int64)
     total = int(sizes.sum())
     if total != n_samples:
-        raise ValueError(f"group sizes sum to {total} but there are {n_samples} rows; they must match.")
+        raise ValueError(f"group sizes sum to {total} but there are {n_samples} rows; they must match. (Inside a "
+                         f"cross-validation or search, the rows are split into folds but query sizes cannot be: "
+                         f"pass qid, one id per row, instead of group.)")
     offsets = np.zeros(len(sizes) + 1, dtype=np.int64)
     np.cumsum(sizes, out=offsets[1:])
     return QueryGroups(None, offsets, np.arange(len(sizes), dtype=np.int64))

@@ -811,6 +811,7 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
                                  f"fit columns in the fit order, e.g. X_valid[list(X.columns)].")
             evals.append((X_v, arrays_v, *_query_table(client, arrays_v["qid"])[:2]))
         n_queries = query_ids.shape[0]
+        self._fitted_on_queries = n_queries > 1  # then score() needs qid
         held_out = None
         if self.early_stopping is True and not eval_set:
             n_valid = int(np.ceil(self.validation_fraction * n_queries))
@@ -1047,7 +1048,7 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
         check_is_fitted(self, "_trees")
         local = LambdaMARTRanker(**self._local_params())
         for name in ("_trees", "n_features_in_", "feature_names_in_", "n_estimators_", "n_iter_", "best_iteration_",
-                     "train_score_", "validation_score_", "fit_profile_", "position_bias_"):
+                     "train_score_", "validation_score_", "fit_profile_", "position_bias_", "_fitted_on_queries"):
             if hasattr(self, name):
                 setattr(local, name, getattr(self, name))
         return local

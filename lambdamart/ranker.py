@@ -74,6 +74,12 @@ _NO_QID_WARNING = (
     "GridSearchCV or cross_validate, enable routing with sklearn.set_config(enable_metadata_routing=True) and "
     "pass qid to fit."
 )
+_NO_QID_ERROR = (
+    "score() received no qid, but this ranker was fitted on several queries: scored as one query, its NDCG would "
+    "mean nothing. Pass qid. Inside GridSearchCV, cross_validate or permutation_importance, enable routing with "
+    "sklearn.set_config(enable_metadata_routing=True) and pass qid to fit: with routing off, qid reaches fit but "
+    "not score."
+)
 
 #: The stages of a fit that ``fit_profile_`` times, in the order they run.
 FIT_STAGES = ("binning", "gradients", "tree_growth", "score_update", "validation")
@@ -416,6 +422,7 @@ class LambdaMARTRanker(BaseEstimator):
         fit_start = time.perf_counter()
         threads = n_threads(self.n_jobs)
         X, y, groups, sample_weight = self._check_fit_data(X, y, qid, group, sample_weight)
+        self._fitted_on_queries = groups.n_queries > 1  # then score() needs qid
         position = check_position(position, X.shape[0])
         if init is not None:
             _check_same_features(init, self, "init_model")
@@ -826,14 +833,18 @@ class LambdaMARTRanker(BaseEstimator):
               sample_weight: ArrayLike | None = None) -> float:
         """NDCG@``eval_at`` of the predictions, per query and averaged (what GridSearchCV uses with no scoring).
 
+        The metric is this ranker's own (its ``eval_at`` and ``gain``): a search whose grid varies them compares
+        different metrics, so pass ``scoring=ndcg_scorer(k)`` there.
+
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
             Relevance labels.
         qid : array-like of shape (n_samples,), default=None
-            Query id of every row. Without it all rows are scored as one query, with a warning that says how to
-            route qid through scikit-learn's metadata routing.
+            Query id of every row. Required when the ranker was fitted on several queries (a ValueError says how
+            to route qid through scikit-learn's metadata routing); otherwise, without it all rows are scored as one
+            query, with a warning.
         sample_weight : array-like of shape (n_samples,), default=None
             Row weights; each query counts in the mean with the mean weight of its rows.
 
@@ -848,6 +859,10 @@ class LambdaMARTRanker(BaseEstimator):
     def _score_predictions(self, scores, y, qid, sample_weight):
         """:meth:`score` of given predictions (the warning points at the caller of ``score``)."""
         if qid is None:
+            # An error, not a warning, when the fit had queries: a parallel search's workers swallow warnings, and
+            # would pick parameters by a one-query NDCG.
+            if self.__dict__.get("_fitted_on_queries", False):
+                raise ValueError(_NO_QID_ERROR)
             warnings.warn(_NO_QID_WARNING, UserWarning, stacklevel=3)
         with parallel_region(self.n_jobs):  # the metric kernel runs in parallel too
             return ndcg(y, scores, qid, k=self.eval_at, gain=self.gain, sample_weight=sample_weight)

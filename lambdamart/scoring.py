@@ -11,6 +11,7 @@ import sklearn
 from sklearn.metrics import make_scorer
 
 from . import metrics
+from ._compat import QidScorer
 
 _ROUTING_HELP = (
     "Ranking scorers need the query id of every row. Enable metadata routing and pass qid to fit:\n"
@@ -29,6 +30,13 @@ class _QidRequired:
 
     def __call__(self, y_true, y_pred, qid=None, **kwargs):
         if qid is None:
+            if sklearn.get_config()["enable_metadata_routing"]:
+                raise ValueError(
+                    f"{self.__name__} scorer received no qid, though metadata routing is on: the caller did not "
+                    "route qid to it. Pass qid where the data go in (GridSearchCV.fit(X, y, qid=qid), "
+                    "cross_validate(..., params={'qid': qid})) and keep qid=True if you call the scorer's "
+                    "set_score_request. Tools that route no metadata (permutation_importance) cannot score per "
+                    "query.")
             raise ValueError(f"{self.__name__} scorer received no qid. {_ROUTING_HELP}")
         return self.metric(y_true, y_pred, qid, **kwargs)
 
@@ -54,6 +62,7 @@ def make_ranking_scorer(metric: Callable, greater_is_better: bool = True, **kwar
     if "qid" in kwargs:
         raise ValueError("qid is routed per call as metadata; do not fix it in make_ranking_scorer.")
     scorer = make_scorer(_QidRequired(metric), greater_is_better=greater_is_better, **kwargs)
+    scorer.__class__ = QidScorer  # so that set_score_request(sample_weight=True) keeps qid requested
     # set_score_request() refuses to run while routing is disabled; enabling it for this one call records the
     # request on the scorer, where it takes effect whenever the user enables routing.
     with sklearn.config_context(enable_metadata_routing=True):

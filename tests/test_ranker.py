@@ -157,7 +157,7 @@ def test_predictions_in_input_row_order(model, data):
 def test_score_method(model, data):
     X, y, qid = data
     assert model.score(X, y, qid) == pytest.approx(ndcg(y, model.predict(X), qid, k=10), abs=1e-15)
-    with pytest.warns(UserWarning, match="qid"):
+    with pytest.raises(ValueError, match="no qid, but this ranker was fitted on several queries"):
         model.score(X, y)
 
 

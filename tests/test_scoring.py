@@ -58,6 +58,27 @@ def test_scorer_without_qid_explains_routing(data):
         ndcg_scorer(10)(model, X, y)
 
 
+def test_a_scorer_keeps_qid_when_sample_weight_is_requested(routing, data):
+    X, y, qid = data
+    w = np.random.default_rng(0).uniform(0.5, 2.0, y.size)
+    scorer = ndcg_scorer(5).set_score_request(sample_weight=True)
+    assert scorer.get_metadata_routing().score.requests == {"qid": True, "sample_weight": True}
+    cv = GroupKFold(3).set_split_request(groups="qid")
+    result = cross_validate(Ridge().set_fit_request(sample_weight=False), X, y, cv=cv, scoring=scorer,
+                            params={"qid": qid, "sample_weight": w},
+                            error_score="raise", return_estimator=True)
+    test = next(test for _, test in cv.split(X, y, qid))
+    model = result["estimator"][0]
+    assert result["test_score"][0] == ndcg(y[test], model.predict(X[test]), qid[test], k=5, sample_weight=w[test])
+    assert ndcg_scorer(5).set_score_request(qid=False).get_metadata_routing().score.requests == {"qid": False}
+
+
+def test_a_scorer_without_qid_under_routing_says_the_caller_routed_none(routing, data):
+    X, y, _ = data
+    with pytest.raises(ValueError, match="though metadata routing is on: the caller did not route qid"):
+        ndcg_scorer(10)(Ridge().fit(X, y), X, y)
+
+
 def test_cross_validate_without_routing_fails_loudly(data):
     X, y, qid = data
     with pytest.raises(ValueError, match="enable_metadata_routing"):

@@ -237,20 +237,28 @@ def test_without_routing_scorers_raise_with_instructions(data):
     assert np.all(np.isnan(search.cv_results_["mean_test_score"]))
 
 
-def test_without_routing_score_warns_and_uses_one_query(data):
+def test_without_routing_score_refuses_to_score_a_model_of_several_queries_as_one(data):
     X, y, qid = data
-    # scikit-learn still hands fit parameters to fit without routing, so the models are trained per query...
-    search = GridSearchCV(LambdaMARTRanker(**FAST, random_state=0), {"learning_rate": [0.1]}, cv=GroupKFold(3))
-    with pytest.warns(UserWarning, match=r"no qid.*enable_metadata_routing=True"):
+    # scikit-learn still hands fit parameters to fit without routing, so the models are trained per query, but
+    # score() gets no qid: it raises rather than score every test fold as one query (a warning would stay in the
+    # workers of a parallel search, which would then pick parameters by a meaningless NDCG).
+    search = GridSearchCV(LambdaMARTRanker(**FAST, random_state=0), {"learning_rate": [0.1]}, cv=GroupKFold(3),
+                          error_score="raise")
+    with pytest.raises(ValueError, match=r"no qid, but this ranker was fitted on several queries.*"
+                                         r"enable_metadata_routing=True"):
         search.fit(X, y, groups=qid, qid=qid)
-    np.testing.assert_array_equal(search.best_estimator_.predict(X),
-                                  LambdaMARTRanker(**FAST, random_state=0).fit(X, y, qid).predict(X))
-    # ... but score() gets no qid: every test fold is scored as one query, with the warning above.
+    quiet = GridSearchCV(LambdaMARTRanker(**FAST, random_state=0), {"learning_rate": [0.1]}, cv=GroupKFold(3))
+    with pytest.warns(UserWarning, match="Scoring failed"):
+        quiet.fit(X, y, groups=qid, qid=qid)
+    assert np.isnan(quiet.cv_results_["mean_test_score"]).all()
     train, test = first_fold(X, y, qid)
     model = LambdaMARTRanker(**FAST, random_state=0).fit(X[train], y[train], qid[train])
-    assert search.cv_results_["split0_test_score"][0] == ndcg(y[test], model.predict(X[test]), None, k=10)
+    with pytest.raises(ValueError, match="Pass qid"):
+        model.score(X[test], y[test])
+    # A ranker fitted on one query scores one query, with a warning.
+    one = LambdaMARTRanker(**FAST, random_state=0).fit(X[train], y[train])
     with pytest.warns(UserWarning, match="one query"):
-        assert model.score(X[test], y[test]) == ndcg(y[test], model.predict(X[test]), k=10)
+        assert one.score(X[test], y[test]) == ndcg(y[test], one.predict(X[test]), k=10)
 
 
 def test_score_with_sample_weight(data):

@@ -63,6 +63,8 @@ def _to_document(ranker):
     }
     if hasattr(ranker, "position_bias_"):
         fitted["position_bias_"] = [_encode_floats(row) for row in ranker.position_bias_]
+    if "_fitted_on_queries" in ranker.__dict__:  # score() needs qid when true
+        fitted["fitted_on_queries"] = bool(ranker._fitted_on_queries)
     return {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -240,6 +242,10 @@ def _from_document(doc, cls):
                                               "fitted.validation_score_")
     if "position_bias_" in fitted:
         ranker.position_bias_ = _decode_position_bias(fitted["position_bias_"])
+    if "fitted_on_queries" in fitted:
+        if type(fitted["fitted_on_queries"]) is not bool:
+            raise _FormatError("fitted.fitted_on_queries must be true or false.")
+        ranker._fitted_on_queries = fitted["fitted_on_queries"]
     ranker._set_trees(arrays)
     return ranker
 

@@ -778,10 +778,6 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
             self.feature_names_in_ = names
         elif hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
-        if finished:  # every round asked for is there; the rows are counted only where the workers hold them
-            self._check_same_data(state, self.n_features_in_, None)
-            self._set_fitted(state)
-            return self
         if init is not None:
             _check_same_features(init, self, "init_model")
         if state is None:
@@ -822,6 +818,12 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
         inputs = _Inputs(X=X, arrays=arrays, query_ids=query_ids, query_sizes=query_sizes, evals=evals,
                          held_out=held_out)
         train_queries = np.flatnonzero(~held_out) if held_out is not None else np.arange(n_queries)
+        if finished:  # every round asked for is there: the data checked as for a continuation, nothing trained
+            self._check_same_data(state, self.n_features_in_, int(query_sizes[train_queries].sum()))
+            self._set_fitted(state)
+            return self
+        OBJECTIVES[self.objective].warn_about_cost(np.concatenate(([0], np.cumsum(query_sizes[train_queries]))),
+                                                   self._local_params())
         # One bias per position up to the largest among the training rows, as a local fit (held-out rows' deeper
         # positions get none).
         n_positions = 0 if top_position is None else int(top_position[train_queries].max(initial=0))

@@ -18,7 +18,8 @@ One UTF-8 JSON object (strict JSON: no ``NaN`` or ``Infinity`` literals)::
       "feature_names_in": ["f0", ...],       # or null when fit saw no column names
       "fitted": {"n_estimators_": 100, "n_iter_": 100, "best_iteration_": null,
                  "train_score_": [...], "validation_score_": [...],
-                 "position_bias_": [[...], [...]]},  # only for Unbiased LambdaMART
+                 "position_bias_": [[...], [...]],   # only for Unbiased LambdaMART
+                 "fitted_on_queries": true},         # score() then needs qid
       "trees": {
         "tree_starts": [0, 61, ...],         # first node of each tree
         "feature":      [...],               # split feature, -1 at a leaf
@@ -39,8 +40,8 @@ parent. Floats are written with Python's shortest round-trip ``repr``, so they r
 floats, which strict JSON cannot spell, are the strings ``"inf"`` and ``"-inf"`` and ``null`` (NaN).
 
 A reader accepts only ``format_version`` values it knows; a change to what the trees mean gets a new version.
-Entries of ``fitted`` that do not change predictions (``position_bias_``) are optional: a reader that does not know
-one ignores it.
+Entries of ``fitted`` that do not change predictions (``position_bias_``, ``fitted_on_queries``) are optional: a
+reader that does not know one ignores it.
 """
 
 import numbers

@@ -20,6 +20,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 from numpy.typing import ArrayLike
+from sklearn import get_config
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
@@ -76,9 +77,16 @@ _NO_QID_WARNING = (
 )
 _NO_QID_ERROR = (
     "score() received no qid, but this ranker was fitted on several queries: scored as one query, its NDCG would "
-    "mean nothing. Pass qid. Inside GridSearchCV, cross_validate or permutation_importance, enable routing with "
-    "sklearn.set_config(enable_metadata_routing=True) and pass qid to fit: with routing off, qid reaches fit but "
-    "not score."
+    "mean nothing. Pass qid. "
+)
+_NO_QID_ROUTING_OFF = (
+    "Inside GridSearchCV or cross_validate, enable routing with sklearn.set_config(enable_metadata_routing=True) and "
+    "pass qid to fit: with routing off, qid reaches fit but not score."
+)
+_NO_QID_ROUTING_ON = (
+    "Metadata routing is on, but the caller routed no qid to score: pass qid where the data go in "
+    "(GridSearchCV.fit(X, y, qid=qid), cross_validate(..., params={'qid': qid})). Tools that route no metadata "
+    "(permutation_importance) cannot score per query."
 )
 
 #: The stages of a fit that ``fit_profile_`` times, in the order they run.
@@ -435,13 +443,16 @@ class LambdaMARTRanker(BaseEstimator):
         eval_items = check_eval_set(eval_set)
         train_rows, offsets, holdout = self._split_queries(groups, rng, self.early_stopping is True and not eval_items)
         eval_sets = [(X[rows], label_gains(y[rows], self.gain, "y"), offsets_v) for rows, offsets_v in holdout]
-        eval_sets += [self._eval_set_queries(X_v, y_v, qid_v, i) for i, (X_v, y_v, qid_v) in enumerate(eval_items)]
+        for i, (X_v, y_v, qid_v) in enumerate(eval_items):  # a loop: a comprehension's frame (before 3.12) would
+            eval_sets.append(self._eval_set_queries(X_v, y_v, qid_v, i))  # move its warnings' stacklevel
         if eval_sets and self.early_stopping is not False and _no_query_has_an_order(eval_sets[0][1], eval_sets[0][2]):
             warnings.warn("early stopping watches a validation set in which every query has all labels equal (or a "
                           "single document): its NDCG is the same after every round, so the fit stops after "
                           f"n_iter_no_change={self.n_iter_no_change} rounds and keeps the first. Check its labels and "
                           "qid, or pass early_stopping=False.", UserWarning, stacklevel=3)
         queries = self._training_queries(y, train_rows, offsets, sample_weight, position)
+        if not finished:
+            OBJECTIVES[self.objective].warn_about_cost(offsets, self.get_params(deep=False))
 
         # Every parallel kernel of the fit runs inside this region, the objective's set-up included.
         with parallel_region(fit_threads(X.size, self.n_estimators, threads)):
@@ -560,7 +571,7 @@ class LambdaMARTRanker(BaseEstimator):
         y = check_y(y, X.shape[0], f"{where} y")
         if qid is None and X.shape[0] > 1:
             warnings.warn(f"{where} has no qid, so all its rows are scored as one query. Pass (X, y, qid) to score it "
-                          "per query.", UserWarning, stacklevel=5)
+                          "per query.", UserWarning, stacklevel=4)
         try:
             groups = group_queries(qid, X.shape[0])
         except ValueError as e:
@@ -637,15 +648,11 @@ class LambdaMARTRanker(BaseEstimator):
         return state
 
     def _check_same_data(self, state, n_features, n_rows):
-        """Refuse to continue ``state`` on data of another shape, or with other feature names.
-
-        ``n_rows`` None leaves the training rows uncounted.
-        """
-        if (n_features, state.n_rows if n_rows is None else n_rows) != (state.n_features, state.n_rows):
-            got = f"{n_features} features" if n_rows is None else f"{n_rows} rows of {n_features}"
+        """Refuse to continue ``state`` on data of another shape, or with other feature names."""
+        if (n_features, n_rows) != (state.n_features, state.n_rows):
             raise ValueError(f"warm_start adds rounds to a fit on the same data, which had {state.n_rows} training "
-                             f"rows of {state.n_features} features; got {got}. Set warm_start=False to fit these "
-                             f"data afresh.")
+                             f"rows of {state.n_features} features; got {n_rows} rows of {n_features}. Set "
+                             f"warm_start=False to fit these data afresh.")
         names = getattr(self, "feature_names_in_", None)
         if state.feature_names is not None and names is not None and not np.array_equal(state.feature_names, names):
             raise ValueError(f"warm_start adds rounds to a fit on features named {list(state.feature_names)[:5]}..., "
@@ -862,7 +869,8 @@ class LambdaMARTRanker(BaseEstimator):
             # An error, not a warning, when the fit had queries: a parallel search's workers swallow warnings, and
             # would pick parameters by a one-query NDCG.
             if self.__dict__.get("_fitted_on_queries", False):
-                raise ValueError(_NO_QID_ERROR)
+                routing = get_config()["enable_metadata_routing"]
+                raise ValueError(_NO_QID_ERROR + (_NO_QID_ROUTING_ON if routing else _NO_QID_ROUTING_OFF))
             warnings.warn(_NO_QID_WARNING, UserWarning, stacklevel=3)
         with parallel_region(self.n_jobs):  # the metric kernel runs in parallel too
             return ndcg(y, scores, qid, k=self.eval_at, gain=self.gain, sample_weight=sample_weight)
@@ -1131,7 +1139,9 @@ class _Rounds:
         """Set the estimator's round attributes; return the trees it keeps (up to the best round when stopping)."""
         est = self.estimator
         est.n_iter_ = len(trees)
-        est.train_score_ = np.asarray(self.train_score)
+        # NaN for the last rounds when a continuation did not record them (verbose=0, no validation set)
+        missing = len(trees) - len(self.train_score) if self.train_score else 0
+        est.train_score_ = np.asarray(self.train_score + [np.nan] * missing)
         est.validation_score_ = np.asarray(self.valid_score)
         est.best_iteration_ = self.best_iter + 1 if self.has_valid else None
         if self.stopping:

@@ -397,6 +397,18 @@ def test_dask_checkpoints_resume_to_the_uninterrupted_model(client, data, tmp_pa
         X, y, qid), X)
 
 
+def test_a_finished_dask_checkpoint_checks_the_data_and_needs_qid_to_score(client, data, tmp_path):
+    X, y, qid = data
+    params = dict(n_estimators=3, random_state=0, checkpoint_dir=tmp_path, **SMALL)
+    DaskLambdaMARTRanker(client=client, **params).fit(*_dask(X, y, qid))
+    again = DaskLambdaMARTRanker(client=client, warm_start=True, **params).fit(*_dask(X, y, qid))
+    with pytest.raises(ValueError, match="fitted on several queries"):
+        again.score(X, y)
+    half = qid < np.median(np.unique(qid))
+    with pytest.raises(ValueError, match=r"training rows of \d+ features; got \d+ rows"):
+        DaskLambdaMARTRanker(client=client, warm_start=True, **params).fit(*_dask(X[half], y[half], qid[half]))
+
+
 def test_dask_init_model_gives_the_local_model(client, data):
     X, y, qid = data
     first = LambdaMARTRanker(n_estimators=4, random_state=0, **SMALL).fit(X, y, qid)

@@ -650,3 +650,14 @@ def test_loading_never_executes_code_from_the_file(tmp_path, saved, monkeypatch)
         with pytest.raises(ValueError, match="cannot load"):
             load_model(path)
         assert not marker.exists(), name
+
+
+def test_a_saved_ranker_of_several_queries_still_needs_qid_to_score(tmp_path):
+    X, y, qid = lambdamart.datasets.make_ranking_data(10, random_state=0)
+    path = tmp_path / "model.json"
+    LambdaMARTRanker(n_estimators=2, random_state=0).fit(X, y, qid).save_model(path)
+    with pytest.raises(ValueError, match="fitted on several queries"):
+        load_model(path).score(X, y)
+    LambdaMARTRanker(n_estimators=2, random_state=0).fit(X, y).save_model(path)
+    with pytest.warns(UserWarning, match="one query"):
+        load_model(path).score(X, y)

@@ -118,3 +118,12 @@ def test_grid_search_with_a_pointwise_regressor(routing, data):
     model = HistGradientBoostingRegressor(max_iter=10, random_state=0, max_leaf_nodes=3).fit(X[train], y[train])
     expected = ndcg(y[test], model.predict(X[test]), qid[test], k=5)
     assert search.cv_results_["split0_test_ndcg@5"][0] == pytest.approx(expected)
+
+
+def test_score_of_a_ranker_without_qid_under_routing_says_the_caller_routed_none(routing, data):
+    from lambdamart import LambdaMARTRanker
+
+    X, y, qid = data
+    ranker = LambdaMARTRanker(n_estimators=2, random_state=0).fit(X, y, qid)
+    with pytest.raises(ValueError, match="Metadata routing is on, but the caller routed no qid"):
+        ranker.score(X, y)

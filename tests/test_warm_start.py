@@ -113,3 +113,6 @@ def test_a_recorded_continuation_of_an_unrecorded_fit_marks_the_missing_rounds(d
     warm.set_params(n_estimators=6, verbose=100).fit(X, y, qid)
     assert warm.n_iter_ == 6 and warm.train_score_.shape == (6,)
     assert np.isnan(warm.train_score_[:4]).all() and np.isfinite(warm.train_score_[4:]).all()
+    # And the other way round: rounds a continuation did not record are NaN at the end.
+    warm.set_params(n_estimators=8, verbose=0).fit(X, y, qid)
+    assert warm.train_score_.shape == (8,) and np.isnan(warm.train_score_[6:]).all()

@@ -63,7 +63,7 @@ def warn_if_all_pairs_are_many(offsets, name, remedy):
         warnings.warn(f"objective={name!r} looks at every pair of documents of a query: {pairs:,.0f} pairs a round "
                       f"here (the largest query has {int(sizes.max()):,} documents), a cost that grows with the "
                       f"square of a query's size. {remedy} If the queries should be smaller, check qid.",
-                      UserWarning, stacklevel=6)
+                      UserWarning, stacklevel=5)
 
 
 class Objective:
@@ -92,6 +92,12 @@ class Objective:
         self.queries = queries
         self.params = params
         self.rng = rng
+
+    @classmethod
+    def warn_about_cost(cls, offsets, params):
+        """Warn when a fit on the queries laid out by ``offsets`` would be slow with this objective (by default,
+        never). The estimators call it once per fit, before the rounds (a Dask fit on the client, where the warning
+        is seen, with every worker's queries)."""
 
     def gradients(self, scores, query_indices, grad, hess):
         """Write λ (``grad``) and w (``hess``) of the rows of ``query_indices`` for the training ``scores``.

@@ -67,10 +67,10 @@ class FRank(Objective):
 
     name = "frank"
 
-    def __init__(self, queries, params, rng):
-        super().__init__(queries, params, rng)
-        warn_if_all_pairs_are_many(queries.offsets, self.name, "Objectives linear in the query's size: 'lambdarank' "
-                                   "(pairs with the top truncation_level documents), 'xendcg', or 'ranknet' with "
+    @classmethod
+    def warn_about_cost(cls, offsets, params):
+        warn_if_all_pairs_are_many(offsets, cls.name, "Objectives linear in the query's size: 'lambdarank' (pairs "
+                                   "with the top truncation_level documents), 'xendcg', or 'ranknet' with "
                                    "pairs_per_document.")
 
     def gradients(self, scores, query_indices, grad, hess):

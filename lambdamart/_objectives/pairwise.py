@@ -65,9 +65,12 @@ class RankNet(Objective):
                              f"round ({n_rows * k * 8 / 2**30:.1f} GiB); at most {_MAX_PARTNER_DRAWS:,} are drawn: "
                              f"lower pairs_per_document (a partner is one of the other documents of the query, "
                              f"drawn with replacement), or use None for every pair.")
-        if k is None:
-            warn_if_all_pairs_are_many(queries.offsets, self.name, "Pass pairs_per_document (e.g. 20) to sample "
-                                       "that many partners per document, linear in the query's size.")
+
+    @classmethod
+    def warn_about_cost(cls, offsets, params):
+        if params["pairs_per_document"] is None:
+            warn_if_all_pairs_are_many(offsets, cls.name, "Pass pairs_per_document (e.g. 20) to sample that many "
+                                       "partners per document, linear in the query's size.")
 
     def gradients(self, scores, query_indices, grad, hess):
         k = self.params["pairs_per_document"]

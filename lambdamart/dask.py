@@ -459,6 +459,16 @@ class _GlobalDraws:
 
 
 @dataclass
+class _QueryTable:
+    """What one pass over the chunks of qid (and position, sample_weight) tells the client (:func:`_query_table`)."""
+
+    ids: np.ndarray  # the sorted query ids
+    sizes: np.ndarray  # rows per query
+    top_position: np.ndarray | None  # the largest position of each query (None without position)
+    weighs: bool | None  # whether any row has a non-zero weight (None without sample_weight)
+
+
+@dataclass
 class _Inputs:
     """A fit's data as the client knows it: dask collections, the query table, eval sets, held-out queries."""
 
@@ -787,9 +797,9 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
             rng.set_state(state.start_rng)
         start_rng = rng.get_state()
 
-        query_ids, query_sizes, top_position, weighs = _query_table(client, arrays["qid"], arrays["position"],
-                                                                    arrays["sample_weight"])
-        if weighs is False:  # a local fit's check of all the weights; each chunk's rows are checked on the workers
+        table = _query_table(client, arrays["qid"], arrays["position"], arrays["sample_weight"])
+        query_ids, query_sizes = table.ids, table.sizes
+        if table.weighs is False:  # a local fit's check of all weights; each chunk's rows are checked on the workers
             raise ValueError("Sample weights must contain at least one non-zero number: every row of sample_weight "
                              "is 0, so no row counts in the fit. Give the rows to learn from positive weights.")
         evals = []
@@ -805,7 +815,8 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
                 # As a local fit, which checks an eval set's columns against the fit's.
                 raise ValueError(f"eval_set[{i}] X has columns {list(names_v)}, but X has {list(names)}; select the "
                                  f"fit columns in the fit order, e.g. X_valid[list(X.columns)].")
-            evals.append((X_v, arrays_v, *_query_table(client, arrays_v["qid"])[:2]))
+            table_v = _query_table(client, arrays_v["qid"])
+            evals.append((X_v, arrays_v, table_v.ids, table_v.sizes))
         n_queries = query_ids.shape[0]
         self._fitted_on_queries = n_queries > 1  # then score() needs qid
         held_out = None
@@ -826,7 +837,7 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
                                                    self._local_params())
         # One bias per position up to the largest among the training rows, as a local fit (held-out rows' deeper
         # positions get none).
-        n_positions = 0 if top_position is None else int(top_position[train_queries].max(initial=0))
+        n_positions = 0 if table.top_position is None else int(table.top_position[train_queries].max(initial=0))
         progress = _Progress(trees=[], position_bias=np.ones((2, n_positions)) if n_positions else None,
                              init_trees=init._trees if init is not None else None, train_queries=train_queries)
         if state is not None:
@@ -1067,7 +1078,7 @@ def _predict_frame(frame, model):
 
 
 def _query_table(client, qid, position=None, sample_weight=None):
-    """The sorted query ids and their row counts: per chunk on the workers, merged here.
+    """The :class:`_QueryTable` of ``qid``: sorted query ids and row counts, per chunk on the workers, merged here.
 
     With ``position``, also the largest position of each query (a local fit sizes the position biases by its
     training rows, which are known only once queries are held out); with ``sample_weight``, whether any row weighs
@@ -1090,7 +1101,7 @@ def _query_table(client, qid, position=None, sample_weight=None):
         top_position = np.zeros(ids.shape[0], dtype=np.int64)
         np.maximum.at(top_position, inverse, np.concatenate([part[2] for part in parts]))
     weighs = None if sample_weight is None else any(part[3] for part in parts)
-    return ids, sizes.astype(np.int64), top_position, weighs
+    return _QueryTable(ids=ids, sizes=sizes.astype(np.int64), top_position=top_position, weighs=weighs)
 
 
 def _chunk_summary(qid, position, sample_weight):

@@ -655,9 +655,9 @@ class LambdaMARTRanker(BaseEstimator):
                              f"warm_start=False to fit these data afresh.")
         names = getattr(self, "feature_names_in_", None)
         if state.feature_names is not None and names is not None and not np.array_equal(state.feature_names, names):
-            raise ValueError(f"warm_start adds rounds to a fit on features named {list(state.feature_names)[:5]}..., "
-                             f"which differ from X's {list(names)[:5]}...; give X the same columns in the same "
-                             f"order, or set warm_start=False to fit afresh.")
+            raise ValueError(f"warm_start adds rounds to a fit on features named {_shown(state.feature_names)}, "
+                             f"which differ from X's {_shown(names)}; give X the same columns in the same order, or "
+                             f"set warm_start=False to fit afresh.")
 
     def _set_fitted(self, state):
         """The fitted attributes of the model ``state`` holds (its trees up to the best round under early stopping)."""
@@ -1051,8 +1051,14 @@ def _check_same_features(model, estimator, what):
                          f"{estimator.n_features_in_}.")
     theirs, mine = getattr(model, "feature_names_in_", None), getattr(estimator, "feature_names_in_", None)
     if theirs is not None and mine is not None and not np.array_equal(theirs, mine):
-        raise ValueError(f"{what} was fitted on features named {list(theirs)[:5]}..., which differ from X's "
-                         f"{list(mine)[:5]}...; give X the same columns in the same order.")
+        raise ValueError(f"{what} was fitted on features named {_shown(theirs)}, which differ from X's "
+                         f"{_shown(mine)}; give X the same columns in the same order.")
+
+
+def _shown(names, n=5):
+    """The first ``n`` feature names for a message, with "..." when there are more."""
+    names = [str(name) for name in names]
+    return str(names[:n])[:-1] + (", ...]" if len(names) > n else "]")
 
 
 def _ndcg_per_query(gains, offsets, scores, k):

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from ._engine.grower import GrownTree
-from ._engine.tree import NODE_DTYPES
+from ._engine.tree import NODE_DTYPES, join_trees
 from ._files import write_atomically
 from ._model_format import check_trees, encode_param
 from ._version import __version__
@@ -294,21 +294,17 @@ def _check_arrays(state, columns, sizes):
     if any(columns[name].dtype != _GROWN_DTYPES[name] or columns[name].ndim != 1 for name in _GROWN_FIELDS) \
             or sizes.dtype != np.int64 or np.any(sizes < 1) or sizes.sum() != columns["feature"].shape[0]:
         raise ValueError("its trees are not the arrays a fit writes")
-    # The trees in the flat layout of a model (absolute child indices, each split's bin as its threshold), whose
-    # structure the model reader checks.
-    starts = np.cumsum(sizes) - sizes
-    shift = np.repeat(starts, sizes)
-    split = columns["feature"] >= 0
-    flat = {name: columns[name] for name in ("feature", "missing_left", "value", "gain", "count")}
-    for name in ("left", "right"):
-        flat[name] = np.where(columns[name] >= 0, columns[name] + shift, -1)
-    flat["threshold"] = np.where(split, columns["split_bin"], np.nan)
-    flat["tree_starts"] = starts
-    check_trees(flat, n_features, "its trees")
-    n_bins = np.diff(offsets) + 1
-    split_bin, feature = columns["split_bin"][split], columns["feature"][split]
-    if np.any((split_bin < 0) | (split_bin >= n_bins[feature])):
-        raise ValueError("a split's bin is outside its feature's bins")
+    if state.trees:
+        # The trees in a model's flat layout (absolute child indices; each split's bin stands in for its
+        # threshold), whose structure the model reader checks.
+        flat, starts = join_trees(state.trees, _GROWN_FIELDS, getattr)
+        flat["tree_starts"] = starts
+        split = flat["feature"] >= 0
+        flat["threshold"] = np.where(split, flat["split_bin"], np.nan)
+        check_trees(flat, n_features, "its trees")
+        split_bin, feature = flat["split_bin"][split], flat["feature"][split]
+        if np.any((split_bin < 0) | (split_bin > np.diff(offsets)[feature])):  # a feature has thresholds + 1 bins
+            raise ValueError("a split's bin is outside its feature's bins")
     if state.init_trees is not None:
         check_trees(state.init_trees, n_features, "its init_model trees")
     for name, value in state.objective.items():

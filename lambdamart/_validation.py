@@ -160,8 +160,15 @@ def check_y(y, n_samples, name):
 MAX_SAMPLE_WEIGHT = 1e100
 
 
-def check_sample_weights(sample_weight, X):
-    """Row weights for fit as float64: one per row of ``X``, finite, non-negative and at most MAX_SAMPLE_WEIGHT."""
+def check_sample_weights(sample_weight, X, whole=True):
+    """Row weights for fit as float64: one per row of ``X``, finite, non-negative and at most MAX_SAMPLE_WEIGHT.
+
+    ``whole=False`` checks a part of the fit's rows (a Dask chunk): it may hold no rows, or only zero weights, which
+    scikit-learn refuses; the caller checks that some row of the whole weighs.
+    """
+    weights = np.asarray(sample_weight)
+    if not whole and weights.shape == (X.shape[0],) and weights.dtype.kind in "biuf" and not np.any(weights):
+        return weights.astype(np.float64)
     sample_weight = check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
     if sample_weight.size and sample_weight.max() > MAX_SAMPLE_WEIGHT:
         raise ValueError(f"sample_weight holds weights up to {sample_weight.max():.3g}; the squared sums of "

@@ -91,7 +91,7 @@ def _route_chunk(X, y, qid, sample_weight, position, query_ids, query_shard, fir
     y = check_y(y, X.shape[0], f"{where}y")
     label_gains(y, gain, f"{where}y")  # raises on labels the gain can't take (beyond a table, fractional, too large)
     position = check_position(position, X.shape[0])
-    sample_weight = None if sample_weight is None else _chunk_weights(sample_weight, X)
+    sample_weight = None if sample_weight is None else check_sample_weights(sample_weight, X, whole=False)
     query = np.searchsorted(query_ids, qid)
     shard = query_shard[query]
     row = first_row + np.arange(X.shape[0], dtype=np.int64)
@@ -104,18 +104,6 @@ def _route_chunk(X, y, qid, sample_weight, position, query_ids, query_shard, fir
                            sample_weight=None if sample_weight is None else sample_weight[keep],
                            position=None if position is None else position[keep]))
     return pieces
-
-
-def _chunk_weights(sample_weight, X):
-    """One chunk's row weights, checked row by row as a local fit checks them (finite, non-negative, one per row).
-
-    A chunk of zero weights (or of no rows) is fine here: a local fit asks only that some row of all weighs, which
-    ``fit`` checks over every chunk (see :func:`_chunk_summary`).
-    """
-    weights = np.asarray(sample_weight)
-    if weights.shape == (X.shape[0],) and weights.dtype.kind in "biuf" and not np.any(weights):
-        return weights.astype(np.float64)
-    return check_sample_weights(sample_weight, X)
 
 
 def _gather_shard(pieces):
@@ -833,8 +821,7 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
             self._check_same_data(state, self.n_features_in_, int(query_sizes[train_queries].sum()))
             self._set_fitted(state)
             return self
-        OBJECTIVES[self.objective].warn_about_cost(np.concatenate(([0], np.cumsum(query_sizes[train_queries]))),
-                                                   self._local_params())
+        OBJECTIVES[self.objective].warn_about_cost(query_sizes[train_queries], self._local_params())
         # One bias per position up to the largest among the training rows, as a local fit (held-out rows' deeper
         # positions get none).
         n_positions = 0 if table.top_position is None else int(table.top_position[train_queries].max(initial=0))

@@ -452,7 +452,7 @@ class LambdaMARTRanker(BaseEstimator):
                           "qid, or pass early_stopping=False.", UserWarning, stacklevel=3)
         queries = self._training_queries(y, train_rows, offsets, sample_weight, position)
         if not finished:
-            OBJECTIVES[self.objective].warn_about_cost(offsets, self.get_params(deep=False))
+            OBJECTIVES[self.objective].warn_about_cost(np.diff(offsets), self.get_params(deep=False))
 
         # Every parallel kernel of the fit runs inside this region, the objective's set-up included.
         with parallel_region(fit_threads(X.size, self.n_estimators, threads)):

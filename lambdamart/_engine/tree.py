@@ -36,7 +36,7 @@ def make_trees(grown_trees, thresholds, threshold_offsets):
     0.4 instead of 1.7 ms, at the end of every fit)."""
     if not grown_trees:
         return concatenate_trees([])
-    nodes, starts = _joined(grown_trees, grown_trees[0]._fields, getattr)
+    nodes, starts = join_trees(grown_trees, grown_trees[0]._fields, getattr)
     flat = make_tree(type(grown_trees[0])(**nodes), thresholds, threshold_offsets)
     out = {name: flat[name].astype(dtype, copy=False) for name, dtype in NODE_DTYPES.items()}
     out["tree_starts"] = starts
@@ -45,13 +45,13 @@ def make_trees(grown_trees, thresholds, threshold_offsets):
 
 def concatenate_trees(trees):
     """Flat ensemble arrays (``NODE_DTYPES`` fields plus ``tree_starts``) from a list of :func:`make_tree`."""
-    nodes, starts = _joined(trees, NODE_DTYPES, dict.__getitem__)
+    nodes, starts = join_trees(trees, NODE_DTYPES, dict.__getitem__)
     out = {name: nodes[name].astype(dtype) for name, dtype in NODE_DTYPES.items()}
     out["tree_starts"] = starts
     return out
 
 
-def _joined(trees, names, field):
+def join_trees(trees, names, field):
     """Each named node array of ``trees`` (``field(tree, name)``) concatenated, child indices made absolute; and
     where each tree starts."""
     sizes = np.array([field(t, "feature").shape[0] for t in trees], dtype=np.int64)

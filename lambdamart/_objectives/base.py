@@ -52,12 +52,12 @@ class TrainingQueries:
 _MANY_PAIRS = 10**8
 
 
-def warn_if_all_pairs_are_many(offsets, name, remedy):
+def warn_if_all_pairs_are_many(query_sizes, name, remedy):
     """Warn when an objective over every pair of a query's documents has more than ``_MANY_PAIRS`` pairs a round.
 
     Its cost grows with the square of a query's size: a forgotten ``qid`` (every row one query) would run for days.
     """
-    sizes = np.diff(offsets).astype(np.float64)
+    sizes = np.asarray(query_sizes, dtype=np.float64)
     pairs = float(np.sum(sizes * (sizes - 1.0) / 2.0))
     if pairs > _MANY_PAIRS:
         warnings.warn(f"objective={name!r} looks at every pair of documents of a query: {pairs:,.0f} pairs a round "
@@ -94,8 +94,8 @@ class Objective:
         self.rng = rng
 
     @classmethod
-    def warn_about_cost(cls, offsets, params):
-        """Warn when a fit on the queries laid out by ``offsets`` would be slow with this objective (by default,
+    def warn_about_cost(cls, query_sizes, params):
+        """Warn when a fit on queries of ``query_sizes`` documents would be slow with this objective (by default,
         never). The estimators call it once per fit, before the rounds (a Dask fit on the client, where the warning
         is seen, with every worker's queries)."""
 

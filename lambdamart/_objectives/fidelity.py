@@ -68,8 +68,8 @@ class FRank(Objective):
     name = "frank"
 
     @classmethod
-    def warn_about_cost(cls, offsets, params):
-        warn_if_all_pairs_are_many(offsets, cls.name, "Objectives linear in the query's size: 'lambdarank' (pairs "
+    def warn_about_cost(cls, query_sizes, params):
+        warn_if_all_pairs_are_many(query_sizes, cls.name, "Objectives linear in the query's size: 'lambdarank' (pairs "
                                    "with the top truncation_level documents), 'xendcg', or 'ranknet' with "
                                    "pairs_per_document.")
 

@@ -67,9 +67,9 @@ class RankNet(Objective):
                              f"drawn with replacement), or use None for every pair.")
 
     @classmethod
-    def warn_about_cost(cls, offsets, params):
+    def warn_about_cost(cls, query_sizes, params):
         if params["pairs_per_document"] is None:
-            warn_if_all_pairs_are_many(offsets, cls.name, "Pass pairs_per_document (e.g. 20) to sample that many "
+            warn_if_all_pairs_are_many(query_sizes, cls.name, "Pass pairs_per_document (e.g. 20) to sample that many "
                                        "partners per document, linear in the query's size.")
 
     def gradients(self, scores, query_indices, grad, hess):

@@ -52,7 +52,7 @@ from ._engine.binning import bin_features, find_thresholds
 from ._engine.grower import add_leaf_values, find_node_split
 from ._engine.histogram import make_layout
 from ._engine.predict import add_tree_binned
-from ._engine.stepwise import RowShard, RowSource, grow_tree_stepwise
+from ._engine.stepwise import RowShard, RowSource, grow_symmetric_stepwise, grow_tree_stepwise, level_split
 from ._gains import label_gains
 from ._objectives import OBJECTIVES, TrainingQueries, make_objective
 from ._objectives.lambdarank import update_position_bias
@@ -272,8 +272,8 @@ class _Shard:
         with parallel_region(self.threads):
             self.objective.gradients(self.scores, local, self.grad, self.hess)
             self.rows.reset(tree_rows)
-            tree = grow_tree_stepwise(_PeerRows(self, self.rows), self.n_bins, self.layout.bin_offsets, features,
-                                      self.growth)
+            grow = grow_symmetric_stepwise if self.growth.symmetric else grow_tree_stepwise
+            tree = grow(_PeerRows(self, self.rows), self.n_bins, self.layout.bin_offsets, features, self.growth)
             sums = self._add_tree(tree, self.rows, tree_rows, record)
         loss_totals = None
         if position_bias is not None:
@@ -353,6 +353,16 @@ class _PeerRows(RowSource):
         best = None
         for theirs in self.shard.exchange([found] * len(self.shard.addresses)):
             best = theirs if best is None else [t if t.gain > b.gain else b for b, t in zip(best, theirs)]
+        return best
+
+    def level_split(self, nodes, n_bins, bin_offsets, features, params):
+        """See :meth:`RowSource.level_split`: this block's best, then the best of every actor's (in actor order, so
+        ties go to the lowest feature), with what it does at each node from the actor that holds its histograms."""
+        mine = features[(features >= self.features[0]) & (features < self.features[1])]
+        found = level_split(nodes, n_bins, bin_offsets - self.bins[0], mine, params)
+        best = None
+        for theirs in self.shard.exchange([found] * len(self.shard.addresses)):
+            best = theirs if best is None or theirs[0].gain > best[0].gain else best
         return best
 
 

@@ -31,6 +31,7 @@ from ._compat import Interval, StrOptions, validate_params
 from ._engine.binning import MAX_BINS, bin_features, find_thresholds
 from ._engine.contributions import contributions_serial, expected_values, explain_rows
 from ._engine.grower import GrowthParams, add_leaf_values, add_leaf_values_threaded, grow_tree, make_workspace
+from ._engine.symmetric import grow_symmetric_tree
 from ._engine.histogram import make_layout
 from ._engine.predict import (
     QuickScoreLayout,
@@ -156,9 +157,17 @@ class LambdaMARTRanker(BaseEstimator):
     learning_rate : float, default=0.1
         Shrinkage applied to every leaf value.
     max_leaf_nodes : int, default=31
-        Maximum number of leaves per tree (leaf-wise growth).
+        Maximum number of leaves per tree.
     max_depth : int or None, default=None
-        Maximum depth of a tree; None for no limit.
+        Maximum depth of a tree; None for no limit (symmetric trees: the fewest levels that hold ``max_leaf_nodes``
+        leaves, 5 for 31).
+    grow_policy : {"symmetric", "leafwise"}, default="symmetric"
+        How trees grow. ``"symmetric"``: level by level, every node of a level split by the same feature and
+        threshold (CatBoost's oblivious trees), the one whose gains summed over the level are largest; a node
+        where it leaves a side short of ``min_samples_leaf`` rows stays a leaf, and a level that would pass
+        ``max_leaf_nodes`` splits only its nodes of largest gain. ``"leafwise"``: the leaf of largest gain splits
+        next, each by its own best split (LightGBM's and XGBoost's ``lossguide`` trees). Symmetric trees fit less
+        noise and ranked better on every dataset of the benchmarks (``benchmarks/FACTORS.md``).
     min_samples_leaf : int, default=20
         Minimum number of rows in a leaf (rows of zero weight count, as in LightGBM).
     min_sum_hessian : float, default=1e-3
@@ -289,6 +298,7 @@ class LambdaMARTRanker(BaseEstimator):
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
         "max_leaf_nodes": [Interval(Integral, 2, None, closed="left")],
         "max_depth": [Interval(Integral, 1, None, closed="left"), None],
+        "grow_policy": [StrOptions({"symmetric", "leafwise"})],
         "min_samples_leaf": [Interval(Integral, 1, None, closed="left")],
         "min_sum_hessian": [Interval(Real, 0, None, closed="left")],
         "l2_regularization": [Interval(Real, 0, None, closed="left")],
@@ -319,9 +329,9 @@ class LambdaMARTRanker(BaseEstimator):
     }
 
     def __init__(self, objective="lambdarank", *, n_estimators=100, learning_rate=0.1, max_leaf_nodes=31,
-                 max_depth=None, min_samples_leaf=20, min_sum_hessian=1e-3, l2_regularization=0.0, max_bins=255,
-                 truncation_level=30, sigma=1.0, gain="exponential", relevance_threshold=0.0,
-                 pairs_per_document=None, position_bias_norm=0.5, pair_normalization=True,
+                 max_depth=None, grow_policy="symmetric", min_samples_leaf=20, min_sum_hessian=1e-3,
+                 l2_regularization=0.0, max_bins=255, truncation_level=30, sigma=1.0, gain="exponential",
+                 relevance_threshold=0.0, pairs_per_document=None, position_bias_norm=0.5, pair_normalization=True,
                  query_normalization=True, ties="average", subsample=1.0, max_features=1.0, early_stopping="auto",
                  validation_fraction=0.1, n_iter_no_change=10, tol=1e-7, eval_at=10, n_jobs=None,
                  random_state=None, warm_start=False, checkpoint_dir=None, checkpoint_every=10, verbose=0,
@@ -331,6 +341,7 @@ class LambdaMARTRanker(BaseEstimator):
         self.learning_rate = learning_rate
         self.max_leaf_nodes = max_leaf_nodes
         self.max_depth = max_depth
+        self.grow_policy = grow_policy
         self.min_samples_leaf = min_samples_leaf
         self.min_sum_hessian = min_sum_hessian
         self.l2_regularization = l2_regularization
@@ -598,6 +609,7 @@ class LambdaMARTRanker(BaseEstimator):
             max_leaf_nodes = min(max_leaf_nodes, max(2, n_rows // self.min_samples_leaf))
         return GrowthParams(max_leaf_nodes=max_leaf_nodes,
                             max_depth=-1 if self.max_depth is None else self.max_depth,
+                            symmetric=self.grow_policy == "symmetric",
                             min_samples_leaf=self.min_samples_leaf, min_sum_hessian=float(self.min_sum_hessian),
                             l2_regularization=float(self.l2_regularization), learning_rate=float(self.learning_rate))
 
@@ -708,7 +720,8 @@ class LambdaMARTRanker(BaseEstimator):
         parallel_work, partition_rows = node_parallel_work(), node_partition_rows(n_rows)
         # With an empty cache, the growth kernels compile in a helper process while this one compiles the
         # objective's in the first round.
-        growth_helper = compile_ahead(grow_tree, (codes, n_bins, layout, all_features, grad, hess, all_rows, params,
+        grow = grow_symmetric_tree if params.symmetric else grow_tree
+        growth_helper = compile_ahead(grow, (codes, n_bins, layout, all_features, grad, hess, all_rows, params,
                                                   workspace, parallel_work, partition_rows))
 
         valid_rows = [np.arange(v.scores.shape[0], dtype=np.int64) for v in valid]
@@ -732,8 +745,8 @@ class LambdaMARTRanker(BaseEstimator):
                 watch.lap("gradients")
                 wait_for_helper(growth_helper)
                 growth_helper = None
-                tree = grow_tree(codes, n_bins, layout, features, grad, hess, rows, params, workspace, parallel_work,
-                                 partition_rows)
+                tree = grow(codes, n_bins, layout, features, grad, hess, rows, params, workspace, parallel_work,
+                            partition_rows)
                 _check_leaf_values(tree.value, it, self.learning_rate)
                 watch.lap("tree_growth")
                 leaf_values = (scores, rows, tree.feature, tree.value, tree.node_start, tree.node_stop, every_row)

@@ -77,10 +77,12 @@ def test_a_first_fit_loads_the_growth_kernels_its_helper_compiled(tmp_path):
     out = _run_fresh("""
         from lambdamart import LambdaMARTRanker
         from lambdamart._engine.grower import grow_tree
+        from lambdamart._engine.symmetric import grow_symmetric_tree
         from lambdamart.datasets import make_ranking_data
 
         X, y, qid = make_ranking_data(5, random_state=0)
-        LambdaMARTRanker(n_estimators=2).fit(X, y, qid)
-        print(sum(grow_tree.stats.cache_hits.values()), sum(grow_tree.stats.cache_misses.values()))
+        for policy, grow in (("symmetric", grow_symmetric_tree), ("leafwise", grow_tree)):
+            LambdaMARTRanker(n_estimators=2, grow_policy=policy).fit(X, y, qid)
+            print(sum(grow.stats.cache_hits.values()), sum(grow.stats.cache_misses.values()))
     """, tmp_path)
-    assert out.split() == ["1", "0"]
+    assert out.split() == ["1", "0"] * 2

@@ -13,7 +13,10 @@ import pytest
 from lambdamart._engine.binning import bin_features, find_thresholds
 from lambdamart._engine.grower import GrownTree, GrowthParams, grow_tree, make_workspace
 from lambdamart._engine.histogram import make_layout
-from lambdamart._engine.stepwise import RowShard, RowSource, grow_tree_stepwise
+from lambdamart._engine.stepwise import RowShard, RowSource, grow_symmetric_stepwise, grow_tree_stepwise
+from lambdamart._engine.symmetric import grow_symmetric_tree
+
+GROWERS = {"leafwise": (grow_tree, grow_tree_stepwise), "symmetric": (grow_symmetric_tree, grow_symmetric_stepwise)}
 
 
 class ShardedRows(RowSource):
@@ -32,6 +35,7 @@ class ShardedRows(RowSource):
         return sum(hists) if histogram else None
 
 
+@pytest.mark.parametrize("policy", GROWERS)
 @pytest.mark.parametrize("seed, n_blocks, max_leaf_nodes, max_depth, min_samples_leaf, l2, feature_share", [
     (0, 1, 31, -1, 20, 0.0, 1.0),
     (1, 3, 15, 4, 5, 1.0, 1.0),
@@ -39,7 +43,8 @@ class ShardedRows(RowSource):
     (3, 4, 8, 2, 50, 0.5, 0.7),
 ])
 def test_stepwise_growth_equals_grow_tree(seed, n_blocks, max_leaf_nodes, max_depth, min_samples_leaf, l2,
-                                          feature_share):
+                                          feature_share, policy):
+    grow, grow_stepwise = GROWERS[policy]
     rng = np.random.default_rng(seed)
     n_rows, n_features = 3000, 12
     X = rng.normal(size=(n_rows, n_features))
@@ -61,10 +66,10 @@ def test_stepwise_growth_equals_grow_tree(seed, n_blocks, max_leaf_nodes, max_de
 
     fast_rows = subsample.copy()
     # parallel_work=1: numba's threads search every node, block by block, and grow the stepwise grower's tree.
-    fast = grow_tree(codes, n_bins, layout, features.astype(np.int64), grad, hess, fast_rows, params,
-                     make_workspace(n_rows, layout, max_leaf_nodes), 1)
+    fast = grow(codes, n_bins, layout, features.astype(np.int64), grad, hess, fast_rows, params,
+                make_workspace(n_rows, layout, max_leaf_nodes), 1)
     shard = RowShard(codes, n_bins, layout, grad, hess, subsample)
-    steps = grow_tree_stepwise(shard, n_bins, layout.bin_offsets, features.astype(np.int64), params)
+    steps = grow_stepwise(shard, n_bins, layout.bin_offsets, features.astype(np.int64), params)
 
     assert np.sum(fast.feature >= 0) > 2, "the tree should split several times"
     for name in GrownTree._fields:
@@ -78,7 +83,7 @@ def test_stepwise_growth_equals_grow_tree(seed, n_blocks, max_leaf_nodes, max_de
     cuts = np.array_split(subsample, 3)
     shards = [RowShard(codes, n_bins, make_layout(codes, n_bins, 1), grad, hess, part, local_totals=True)
               for part in cuts]
-    spread = grow_tree_stepwise(ShardedRows(shards), n_bins, layout.bin_offsets, features.astype(np.int64), params)
+    spread = grow_stepwise(ShardedRows(shards), n_bins, layout.bin_offsets, features.astype(np.int64), params)
     for name in ("feature", "split_bin", "missing_left", "left", "right", "count"):
         np.testing.assert_array_equal(getattr(spread, name), getattr(fast, name), err_msg=name)
     np.testing.assert_allclose(spread.value, fast.value, rtol=1e-9, atol=1e-15)

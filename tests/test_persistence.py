@@ -402,6 +402,18 @@ def test_unknown_parameters_warn_and_are_ignored(tmp_path, model, data):
     np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
 
 
+def test_a_file_from_before_grow_policy_continues_leaf_wise(tmp_path, model, data):
+    # Files written before symmetric trees hold leaf-wise trees: continuing one grows leaf-wise trees too, not the
+    # new default's.
+    path = tmp_path / "model.json"
+    model.save_model(path)
+    doc = json.loads(path.read_text())
+    assert doc["params"]["grow_policy"] == model.grow_policy
+    del doc["params"]["grow_policy"]
+    path.write_text(json.dumps(doc))
+    assert load_model(path).grow_policy == "leafwise"
+
+
 # ---------------------------------------------------------------- the model file: broken and crafted files
 
 

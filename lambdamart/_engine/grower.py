@@ -25,6 +25,7 @@ class GrowthParams(NamedTuple):
     min_sum_hessian: float
     l2_regularization: float
     learning_rate: float
+    symmetric: bool = False  # grown by .symmetric's growers (the leaf-wise growers here do not read it)
 
 
 class GrownTree(NamedTuple):

@@ -8,6 +8,7 @@ subject to ``min_samples_leaf`` rows and ``min_sum_hessian`` weight on each side
 from typing import NamedTuple
 
 import numpy as np
+from numba import prange
 
 from .._jit import inner_kernel, kernel
 from .histogram import subtract_bin
@@ -262,3 +263,134 @@ def best_of(splits, node, n_blocks):
     return Split(splits.gain[best, node], splits.feature[best, node], splits.bin[best, node],
                  splits.missing_left[best, node], splits.left_grad[best, node], splits.left_hess[best, node],
                  splits.left_count[best, node])
+
+
+# ------------------------------------------------------------------------- one split for a whole level
+# Symmetric (oblivious) trees split every node of a level by the same feature and threshold: the one whose gains,
+# summed over the level's nodes, are largest. A node where that split leaves a side short of ``min_samples_leaf``
+# rows or ``min_sum_hessian`` weight adds nothing to the sum and stays a leaf.
+
+
+class LevelSplit(NamedTuple):
+    """The split of a level: ``gain`` summed over its nodes (-inf when no node can take any split), ``feature``,
+    ``bin`` and ``missing_left`` as in :class:`Split` (``missing_left`` for nodes that had missing values)."""
+
+    gain: float
+    feature: int
+    bin: int
+    missing_left: bool
+
+
+@inner_kernel
+def _node_side_sums(hist, base, n_value_bins, b, missing_left):
+    """(λ, w, row) sums of the rows a node sends left by the split at bin ``b``; bins without rows add nothing (a
+    subtracted histogram leaves rounding noise in them), so a threshold at an empty bin is exactly the one before."""
+    g, h, n = 0.0, 0.0, 0.0
+    for i in range(base, base + b + 1):
+        if hist[i, 2] != 0.0:
+            g += hist[i, 0]
+            h += hist[i, 1]
+            n += hist[i, 2]
+    if missing_left:
+        missing = base + n_value_bins
+        g += hist[missing, 0]
+        h += hist[missing, 1]
+        n += hist[missing, 2]
+    return g, h, n
+
+
+@inner_kernel
+def _node_gain(g, h, n, sum_grad, sum_hess, count, l2, min_samples_leaf, min_sum_hessian):
+    """A node's gain from sending rows with sums ``g``, ``h``, ``n`` left; -inf when inadmissible or within rounding
+    of its terms (as :func:`_checked` judges a node's best split)."""
+    if n < min_samples_leaf or count - n < min_samples_leaf:
+        return -np.inf
+    children = _children_term(g, h, sum_grad, sum_hess, l2, min_sum_hessian)
+    gain = children - leaf_objective(sum_grad, sum_hess, l2)
+    return gain if gain > _RELATIVE_GAIN_TOLERANCE * children else -np.inf
+
+
+@inner_kernel
+def _feature_level_split(hists, slots, sums, base, n_value_bins, l2, min_samples_leaf, min_sum_hessian, totals):
+    """The best (summed gain, bin, missing_left) of one feature over a level's nodes; ``totals`` is (≥ bins, 2)
+    scratch. Ties go to the lowest bin, then to missing values right."""
+    totals[:n_value_bins, :] = 0.0
+    for k in range(slots.shape[0]):
+        hist = hists[slots[k]]
+        sum_grad, sum_hess, count = sums[k, 0], sums[k, 1], sums[k, 2]
+        missing = base + n_value_bins
+        miss_g, miss_h, miss_n = hist[missing, 0], hist[missing, 1], hist[missing, 2]
+        g, h, n = 0.0, 0.0, 0.0
+        for b in range(n_value_bins):
+            if hist[base + b, 2] != 0.0:
+                g += hist[base + b, 0]
+                h += hist[base + b, 1]
+                n += hist[base + b, 2]
+            gain = _node_gain(g, h, n, sum_grad, sum_hess, count, l2, min_samples_leaf, min_sum_hessian)
+            if miss_n != 0.0:
+                gain_missing_left = _node_gain(g + miss_g, h + miss_h, n + miss_n, sum_grad, sum_hess, count, l2,
+                                               min_samples_leaf, min_sum_hessian)
+            else:  # a node without missing values splits the same way whichever side they are sent
+                gain_missing_left = gain
+            if gain > 0.0:
+                totals[b, 0] += gain
+            if gain_missing_left > 0.0:
+                totals[b, 1] += gain_missing_left
+    best, best_bin, best_missing_left = -np.inf, -1, False
+    for b in range(n_value_bins):
+        for side in range(2):
+            if totals[b, side] > 0.0 and totals[b, side] > best:
+                best, best_bin, best_missing_left = totals[b, side], b, side == 1
+    return best, best_bin, best_missing_left
+
+
+@kernel
+def level_best_split(hists, slots, sums, n_bins, bin_offsets, features, l2, min_samples_leaf, min_sum_hessian):
+    """The :class:`LevelSplit` of the nodes whose histograms are ``hists[slots]`` and totals ``sums`` (one (Σλ, Σw,
+    rows) row per node), over the sorted ``features``; ties go to the lowest feature."""
+    totals = np.empty((np.max(n_bins), 2))
+    best = LevelSplit(-np.inf, -1, -1, False)
+    for f in features:
+        gain, b, missing_left = _feature_level_split(hists, slots, sums, bin_offsets[f], n_bins[f], l2,
+                                                     min_samples_leaf, min_sum_hessian, totals)
+        if gain > best.gain:
+            best = LevelSplit(gain, f, b, missing_left)
+    return best
+
+
+@kernel(parallel=True)
+def level_best_split_threaded(hists, slots, sums, n_bins, bin_offsets, features, l2, min_samples_leaf,
+                              min_sum_hessian):
+    """:func:`level_best_split` with the features shared among numba's threads (the same split)."""
+    n = features.shape[0]
+    gains, bins, missing_lefts = np.empty(n), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.bool_)
+    for i in prange(n):
+        f = features[i]
+        totals = np.empty((n_bins[f], 2))
+        gains[i], bins[i], missing_lefts[i] = _feature_level_split(hists, slots, sums, bin_offsets[f], n_bins[f], l2,
+                                                                   min_samples_leaf, min_sum_hessian, totals)
+    best = LevelSplit(-np.inf, -1, -1, False)
+    for i in range(n):  # in feature order: ties to the lowest feature, as the serial search
+        if gains[i] > best.gain:
+            best = LevelSplit(gains[i], features[i], bins[i], missing_lefts[i])
+    return best
+
+
+@kernel
+def level_node_splits(hists, slots, sums, split, n_bins, bin_offsets, l2, min_samples_leaf, min_sum_hessian):
+    """What the level's split does at each node: (gain, -inf where the node does not split; left λ, w and row sums;
+    missing_left: the split's where the node had missing values, else towards the larger side, as in
+    :func:`_checked`), one array each over the nodes."""
+    n_nodes = slots.shape[0]
+    gain, left_grad, left_hess, left_count = np.empty(n_nodes), np.empty(n_nodes), np.empty(n_nodes), np.empty(n_nodes)
+    missing_left = np.empty(n_nodes, dtype=np.bool_)
+    f = split.feature
+    base, n_value_bins = bin_offsets[f], n_bins[f]
+    for k in range(n_nodes):
+        hist = hists[slots[k]]
+        has_missing = hist[base + n_value_bins, 2] != 0.0
+        g, h, n = _node_side_sums(hist, base, n_value_bins, split.bin, split.missing_left and has_missing)
+        gain[k] = _node_gain(g, h, n, sums[k, 0], sums[k, 1], sums[k, 2], l2, min_samples_leaf, min_sum_hessian)
+        left_grad[k], left_hess[k], left_count[k] = g, h, n
+        missing_left[k] = split.missing_left if has_missing else n >= sums[k, 2] - n
+    return gain, left_grad, left_hess, left_count, missing_left

@@ -1,4 +1,4 @@
-"""Leaf-wise tree growth driven from Python, one node at a time, over histograms that come from anywhere.
+"""Tree growth driven from Python, one node at a time, over histograms that come from anywhere.
 
 :func:`~.grower.grow_tree` grows a tree inside one numba call on rows it holds. A grower whose rows live elsewhere
 (on the workers of a cluster, each holding some of the queries) cannot do that: it needs a node's histogram summed
@@ -7,14 +7,16 @@ grower. It follows ``grow_tree``'s order exactly (best leaf first, the smaller c
 larger one's taken as the parent's minus it, ties to the lowest index), so on the same rows it grows the same tree;
 only the holders of rows, behind the :class:`RowSource` interface, change. A source may also search splits its own
 way (each worker of a cluster over the features whose summed histograms it holds, then agreeing on the best), as
-long as the best split it answers is the one a search over all features would find.
+long as the best split it answers is the one a search over all features would find. :func:`grow_symmetric_stepwise`
+does the same for :func:`~.symmetric.grow_symmetric_tree`'s symmetric trees.
 """
 
 import numpy as np
 
 from .grower import GrownTree, _splittable, find_node_split, gather_node, node_histogram, partition_node
 from .histogram import new_histograms
-from .split import leaf_value
+from .split import Split, leaf_value, level_best_split, level_node_splits
+from .symmetric import nodes_to_split, symmetric_depth
 
 
 class RowSource:
@@ -46,6 +48,27 @@ class RowSource:
         """
         return [find_node_split(hist, n_bins, bin_offsets, features, sum_grad, sum_hess, float(count), params)
                 for hist, sum_grad, sum_hess, count in nodes]
+
+    def level_split(self, nodes, n_bins, bin_offsets, features, params):
+        """The split of a symmetric tree's level: its :class:`~.split.LevelSplit` over ``features`` and, when that
+        gains, what it does at each node (:func:`~.split.level_node_splits`; None otherwise).
+
+        ``nodes`` is as for :meth:`best_splits`. A source that searches its block of features only agrees with its
+        peers on the best, whose holder also answers what it does at each node.
+        """
+        return level_split(nodes, n_bins, bin_offsets, features, params)
+
+
+def level_split(nodes, n_bins, bin_offsets, features, params):
+    """:meth:`RowSource.level_split` over histograms held here (``nodes`` as :meth:`RowSource.best_splits` takes
+    them)."""
+    hists = np.stack([node[0] for node in nodes])
+    slots = np.arange(len(nodes), dtype=np.int64)
+    sums = np.array([node[1:] for node in nodes], dtype=np.float64)
+    limits = (params.l2_regularization, params.min_samples_leaf, params.min_sum_hessian)
+    split = level_best_split(hists, slots, sums, n_bins, bin_offsets, features, *limits)
+    at_nodes = level_node_splits(hists, slots, sums, split, n_bins, bin_offsets, *limits) if split.gain > 0 else None
+    return split, at_nodes
 
 
 class RowShard(RowSource):
@@ -201,7 +224,72 @@ def grow_tree_stepwise(source, n_bins, bin_offsets, features, params):
             hists[large] -= hists[small]  # in place: a split node's histogram is never needed again
             search([small, large])
         hists[node] = None
+    return _grown(feature, split_bin, missing_left, left, right, gain, counts, grads, hesses, params)
 
+
+def grow_symmetric_stepwise(source, n_bins, bin_offsets, features, params):
+    """Grow one symmetric tree from the histograms of ``source``: the tree
+    :func:`~.symmetric.grow_symmetric_tree` grows on the same rows (the same order of nodes, histograms and sums).
+
+    The arguments and the result are those of :func:`grow_tree_stepwise`.
+    """
+    sum_grad, sum_hess, count, hist = source.root()
+    feature, split_bin, missing_left, left, right, gain = [-1], [0], [False], [-1], [-1], [0.0]
+    counts, grads, hesses, hists = [count], [sum_grad], [sum_hess], [hist]
+    level, n_leaves, depth = [0], 1, 0
+    max_depth = symmetric_depth(params.max_leaf_nodes, params.max_depth)
+    while n_leaves < params.max_leaf_nodes and depth < max_depth:
+        candidates = [n for n in level if counts[n] >= max(2, 2 * params.min_samples_leaf)]
+        if not candidates:
+            break
+        split, at_nodes = source.level_split([(hists[n], grads[n], hesses[n], counts[n]) for n in candidates],
+                                             n_bins, bin_offsets, features, params)
+        if not split.gain > 0.0:
+            break
+        node_gain, left_grad, left_hess, left_count, node_missing_left = at_nodes
+        chosen = np.flatnonzero(nodes_to_split(node_gain, params.max_leaf_nodes - n_leaves))
+        depth += 1
+        # The children are searched only if the tree can still grow below them.
+        searched = n_leaves + chosen.shape[0] < params.max_leaf_nodes and depth < max_depth
+        level = []
+        for k in chosen:
+            node = candidates[k]
+            feature[node], split_bin[node], missing_left[node] = split.feature, split.bin, bool(node_missing_left[k])
+            gain[node] = node_gain[k]
+            lc, rc = len(counts), len(counts) + 1
+            left[node], right[node] = lc, rc
+            n_left = int(left_count[k])
+            for child_count, g, h in ((n_left, left_grad[k], left_hess[k]),
+                                      (counts[node] - n_left, grads[node] - left_grad[k], hesses[node] - left_hess[k])):
+                feature.append(-1)
+                split_bin.append(0)
+                missing_left.append(False)
+                left.append(-1)
+                right.append(-1)
+                gain.append(0.0)
+                counts.append(child_count)
+                grads.append(g)
+                hesses.append(h)
+                hists.append(None)
+            small_is_left = 2 * n_left <= counts[node]
+            small, large = (lc, rc) if small_is_left else (rc, lc)
+            node_split = Split(node_gain[k], split.feature, split.bin, bool(node_missing_left[k]), left_grad[k],
+                               left_hess[k], left_count[k])
+            hists[small] = source.split(node, node_split, lc, rc, small_is_left,
+                                        (grads[small], hesses[small], counts[small]), histogram=searched)
+            if searched:
+                hists[large] = hists[node]
+                hists[large] -= hists[small]  # in place: a split node's histogram is never needed again
+            hists[node] = None
+            level += [lc, rc]
+            n_leaves += 1
+        if not searched:
+            break
+    return _grown(feature, split_bin, missing_left, left, right, gain, counts, grads, hesses, params)
+
+
+def _grown(feature, split_bin, missing_left, left, right, gain, counts, grads, hesses, params):
+    """The :class:`~.grower.GrownTree` of a stepwise grower's node lists, with the leaves' values."""
     n_nodes = len(counts)
     value = np.zeros(n_nodes)
     for i in range(n_nodes):

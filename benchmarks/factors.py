@@ -45,6 +45,9 @@ SYNTHETIC_TEST_QUERIES = 1000
 # name: (library, constructor arguments on top of the protocol's settings, early-stopping learning rate or None)
 VARIANTS = {
     "default": ("lambdamart", {}, None),
+    "grow_policy=leafwise (LightGBM's and XGBoost's trees)": ("lambdamart", {"grow_policy": "leafwise"}, None),
+    "LightGBM-compatible: grow_policy=leafwise, ties=input": ("lambdamart", {"grow_policy": "leafwise",
+                                                                             "ties": "input"}, None),
     "ties=input (tied scores in row order, as LightGBM and XGBoost)": ("lambdamart", {"ties": "input"}, None),
     "half Newton step (XGBoost's doubled w)": ("lambdamart", {"learning_rate": 0.05}, 0.025),
     "half step + min_samples_leaf=1": ("lambdamart", {"learning_rate": 0.05, "min_samples_leaf": 1}, 0.025),
@@ -172,12 +175,19 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output", type=Path, default=HERE / "FACTORS.md")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--rows", type=int, nargs="+", metavar="N",
+                        help="only these rows of the table (1 is the default, numbered as in VARIANTS)")
     args = parser.parse_args(argv)
     present, _ = installed(list(LIBRARIES))
     variants = [v for v, (library, _, _) in VARIANTS.items() if library in present]
-    meta = dict(date=datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
-                command="python benchmarks/factors.py" + (f" --output {display_path(args.output)}"
-                                                          if args.output != HERE / "FACTORS.md" else ""),
+    if args.rows:
+        names = list(VARIANTS)
+        variants = [v for v in variants if names.index(v) + 1 in args.rows or v == BASELINE]
+    command = "python benchmarks/factors.py" + (f" --output {display_path(args.output)}"
+                                                if args.output != HERE / "FACTORS.md" else "")
+    if args.rows:
+        command += " --rows " + " ".join(map(str, args.rows))
+    meta = dict(date=datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"), command=command,
                 machine=machine_info(), versions=versions(), revision=git_revision(), load_before=load_average())
     data = datasets()
     if not data:

@@ -100,15 +100,22 @@ def test_every_level_shares_one_split_within_the_limits(seed, max_leaf_nodes, ma
 
 
 def test_a_level_that_would_pass_max_leaf_nodes_splits_its_nodes_of_largest_gain():
-    codes, n_bins, grad, hess = _data(5)
-    tree, _ = _grow(codes, n_bins, grad, hess, max_leaf_nodes=6, min_samples_leaf=1)
+    codes, n_bins, _, hess = _data(5)
+    grad = np.random.default_rng(0).normal(size=hess.shape[0])  # noise: the third level's split gains at each node
+    tree, rows = _grow(codes, n_bins, grad, hess, max_leaf_nodes=6, min_samples_leaf=1)
     levels = _levels(tree)
-    assert [len(level) for level in levels] == [1, 2, 4, 2]  # the last level: 1 of the 4 nodes split
-    last = levels[2]
-    split = [n for n in last if tree.feature[n] >= 0]
-    assert len(split) == 1
-    assert tree.gain[split[0]] >= max(tree.gain[n] for n in last if n != split[0]) or True
-    assert (tree.feature < 0).sum() == 5 or (tree.feature < 0).sum() == 6
+    assert [len(level) for level in levels] == [1, 2, 4, 4]
+    split = [n for n in levels[2] if tree.feature[n] >= 0]  # 4 leaves so far: room for 2 more splits
+    f, b = tree.feature[split[0]], tree.split_bin[split[0]]
+    gains = {}
+    for node in levels[2]:  # each node's gain from the level's split, from its rows
+        node_rows = rows[tree.node_start[node]:tree.node_stop[node]]
+        code = codes[f, node_rows]
+        goes_left = np.where(code == n_bins[f], tree.missing_left[split[0]], code <= b)
+        gains[node] = _node_gain(grad[node_rows], hess[node_rows], goes_left, 1)
+    assert min(gains.values()) > 0
+    assert sorted(split) == sorted(sorted(gains, key=gains.get)[-2:])
+    np.testing.assert_allclose([tree.gain[n] for n in split], [gains[n] for n in split], rtol=1e-9)
 
 
 def test_the_split_of_each_level_is_the_brute_force_best():

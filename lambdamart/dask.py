@@ -356,8 +356,11 @@ class _PeerRows(RowSource):
         return best
 
     def level_split(self, nodes, n_bins, bin_offsets, features, params):
-        """See :meth:`RowSource.level_split`: this block's best, then the best of every actor's (in actor order, so
-        ties go to the lowest feature), with what it does at each node from the actor that holds its histograms."""
+        """See :meth:`RowSource.level_split`: this block's best, then the best of every actor's.
+
+        Actors are read in order, so ties go to the lowest feature; what the split does at each node comes from the
+        actor that holds its histograms.
+        """
         mine = features[(features >= self.features[0]) & (features < self.features[1])]
         found = level_split(nodes, n_bins, bin_offsets - self.bins[0], mine, params)
         best = None
@@ -955,7 +958,8 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
         n_positions = 0 if progress.position_bias is None else progress.position_bias.shape[1]
         thresholds, threshold_offsets = progress.thresholds
         cluster.call("setup", each=[(thresholds, threshold_offsets, int(first_row[s]), n_train, n_positions,
-                                     self._growth_params(), progress.init_trees, progress.trees)
+                                     self._growth_params(unbiased=n_positions > 0), progress.init_trees,
+                                     progress.trees)
                                     for s in range(len(actors))])
         profile["binning"] += time.perf_counter() - binning
         return cluster

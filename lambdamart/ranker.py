@@ -31,7 +31,6 @@ from ._compat import Interval, StrOptions, validate_params
 from ._engine.binning import MAX_BINS, bin_features, find_thresholds
 from ._engine.contributions import contributions_serial, expected_values, explain_rows
 from ._engine.grower import GrowthParams, add_leaf_values, add_leaf_values_threaded, grow_tree, make_workspace
-from ._engine.symmetric import grow_symmetric_tree
 from ._engine.histogram import make_layout
 from ._engine.predict import (
     QuickScoreLayout,
@@ -43,6 +42,7 @@ from ._engine.predict import (
     score_rows,
     walk_layout,
 )
+from ._engine.symmetric import grow_symmetric_tree
 from ._engine.tree import concatenate_trees, make_trees, split_trees
 from ._files import write_atomically
 from ._gains import label_gains
@@ -161,13 +161,15 @@ class LambdaMARTRanker(BaseEstimator):
     max_depth : int or None, default=None
         Maximum depth of a tree; None for no limit (symmetric trees: the fewest levels that hold ``max_leaf_nodes``
         leaves, 5 for 31).
-    grow_policy : {"symmetric", "leafwise"}, default="symmetric"
+    grow_policy : {"auto", "symmetric", "leafwise"}, default="auto"
         How trees grow. ``"symmetric"``: level by level, every node of a level split by the same feature and
         threshold (CatBoost's oblivious trees), the one whose gains summed over the level are largest; a node
         where it leaves a side short of ``min_samples_leaf`` rows stays a leaf, and a level that would pass
         ``max_leaf_nodes`` splits only its nodes of largest gain. ``"leafwise"``: the leaf of largest gain splits
-        next, each by its own best split (LightGBM's and XGBoost's ``lossguide`` trees). Symmetric trees fit less
-        noise and ranked better on every dataset of the benchmarks (``benchmarks/FACTORS.md``).
+        next, each by its own best split (LightGBM's and XGBoost's ``lossguide`` trees). ``"auto"``: symmetric,
+        except for Unbiased LambdaMART (``fit`` with ``position``), which is leaf-wise. Symmetric trees fit less
+        noise and ranked better on every dataset of the benchmarks (``benchmarks/GROW_POLICY.md``); on click logs
+        whose logging ranker followed a feature, leaf-wise trees learned the position bias closer to the truth.
     min_samples_leaf : int, default=20
         Minimum number of rows in a leaf (rows of zero weight count, as in LightGBM).
     min_sum_hessian : float, default=1e-3
@@ -298,7 +300,7 @@ class LambdaMARTRanker(BaseEstimator):
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
         "max_leaf_nodes": [Interval(Integral, 2, None, closed="left")],
         "max_depth": [Interval(Integral, 1, None, closed="left"), None],
-        "grow_policy": [StrOptions({"symmetric", "leafwise"})],
+        "grow_policy": [StrOptions({"auto", "symmetric", "leafwise"})],
         "min_samples_leaf": [Interval(Integral, 1, None, closed="left")],
         "min_sum_hessian": [Interval(Real, 0, None, closed="left")],
         "l2_regularization": [Interval(Real, 0, None, closed="left")],
@@ -329,7 +331,7 @@ class LambdaMARTRanker(BaseEstimator):
     }
 
     def __init__(self, objective="lambdarank", *, n_estimators=100, learning_rate=0.1, max_leaf_nodes=31,
-                 max_depth=None, grow_policy="symmetric", min_samples_leaf=20, min_sum_hessian=1e-3,
+                 max_depth=None, grow_policy="auto", min_samples_leaf=20, min_sum_hessian=1e-3,
                  l2_regularization=0.0, max_bins=255, truncation_level=30, sigma=1.0, gain="exponential",
                  relevance_threshold=0.0, pairs_per_document=None, position_bias_norm=0.5, pair_normalization=True,
                  query_normalization=True, ties="average", subsample=1.0, max_features=1.0, early_stopping="auto",
@@ -597,8 +599,8 @@ class LambdaMARTRanker(BaseEstimator):
             sample = None  # every row, in query order: the thresholds do not depend on the order, so no gather
         return find_thresholds(X, self.max_bins, sample, split_over_threads)
 
-    def _growth_params(self, n_rows=None):
-        """The tree-growth parameters, as the numba grower takes them.
+    def _growth_params(self, n_rows=None, unbiased=False):
+        """The tree-growth parameters, as the numba grower takes them (``unbiased``: the fit learns position biases).
 
         With ``n_rows``, ``max_leaf_nodes`` is capped at the leaves ``n_rows`` rows can fill with
         ``min_samples_leaf`` each: no tree grows more, and the local grower allocates a histogram per leaf up front
@@ -607,9 +609,9 @@ class LambdaMARTRanker(BaseEstimator):
         max_leaf_nodes = self.max_leaf_nodes
         if n_rows is not None:
             max_leaf_nodes = min(max_leaf_nodes, max(2, n_rows // self.min_samples_leaf))
+        symmetric = self.grow_policy == "symmetric" or (self.grow_policy == "auto" and not unbiased)
         return GrowthParams(max_leaf_nodes=max_leaf_nodes,
-                            max_depth=-1 if self.max_depth is None else self.max_depth,
-                            symmetric=self.grow_policy == "symmetric",
+                            max_depth=-1 if self.max_depth is None else self.max_depth, symmetric=symmetric,
                             min_samples_leaf=self.min_samples_leaf, min_sum_hessian=float(self.min_sum_hessian),
                             l2_regularization=float(self.l2_regularization), learning_rate=float(self.learning_rate))
 
@@ -715,7 +717,7 @@ class LambdaMARTRanker(BaseEstimator):
         # Without subsampling every tree partitions this buffer of all rows, put back in order after each tree.
         tree_rows = all_rows.copy()
         every_row = n_tree_queries == n_queries
-        params = self._growth_params(n_rows)
+        params = self._growth_params(n_rows, unbiased=queries.position.shape[0] > 0)
         workspace = make_workspace(n_rows, layout, params.max_leaf_nodes)
         parallel_work, partition_rows = node_parallel_work(), node_partition_rows(n_rows)
         # With an empty cache, the growth kernels compile in a helper process while this one compiles the

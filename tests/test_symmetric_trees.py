@@ -139,11 +139,17 @@ def test_threads_and_blocks_grow_the_same_symmetric_tree():
         np.testing.assert_array_equal(a, b)
 
 
-def test_grow_policy_switches_the_grower_and_leafwise_trees_differ():
+def test_grow_policy_auto_is_symmetric_except_for_unbiased_lambdamart():
     X, y, qid = make_ranking_data(60, random_state=0)[:3]
-    symmetric = LambdaMARTRanker(n_estimators=5, random_state=0).fit(X, y, qid=qid)
-    leafwise = LambdaMARTRanker(n_estimators=5, grow_policy="leafwise", random_state=0).fit(X, y, qid=qid)
-    assert symmetric.grow_policy == "symmetric"
-    assert not np.allclose(symmetric.predict(X), leafwise.predict(X))
+    position = np.concatenate([np.arange(1, n + 1) for n in np.bincount(qid)])
+
+    def predictions(policy, **fit_params):
+        ranker = LambdaMARTRanker(n_estimators=5, grow_policy=policy, random_state=0)
+        return ranker.fit(X, y, qid=qid, **fit_params).predict(X)
+
+    auto = predictions("auto")
+    np.testing.assert_array_equal(auto, predictions("symmetric"))
+    assert not np.allclose(auto, predictions("leafwise"))
+    np.testing.assert_array_equal(predictions("auto", position=position), predictions("leafwise", position=position))
     with pytest.raises(ValueError, match="grow_policy"):
         LambdaMARTRanker(grow_policy="depthwise").fit(X, y, qid=qid)

@@ -24,7 +24,7 @@ import numpy as np
 from ._engine.grower import GrownTree
 from ._engine.tree import NODE_DTYPES, join_trees
 from ._files import write_atomically
-from ._model_format import check_trees, encode_param
+from ._model_format import EARLIER_DEFAULTS, check_trees, encode_param
 from ._version import __version__
 
 FORMAT = "lambdamart-checkpoint"
@@ -316,6 +316,8 @@ def check_compatible(earlier, params, source):
     """Raise a ValueError naming the parameters that differ between ``params`` and ``earlier``, those of the fit
     to continue (as :func:`encode_params` gives them), which ``source`` names for the message."""
     mine = encode_params(params)
+    if earlier:  # saved by an earlier version: a parameter it did not know had its then behaviour
+        earlier = {**EARLIER_DEFAULTS, **earlier}
     differ = sorted(name for name, value in mine.items()
                     if name not in RESUMABLE_CHANGES and value != earlier.get(name, value))
     if differ:

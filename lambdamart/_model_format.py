@@ -282,14 +282,12 @@ def _decode_params(params, cls):
         elif isinstance(value, dict):
             raise _FormatError(f"params.{name} is a JSON object; parameters are numbers, strings, null or lists.")
         decoded[name] = value
-    for name, value in _BEFORE_THE_PARAMETER.items():
-        decoded.setdefault(name, value)
-    return decoded
+    return {**EARLIER_DEFAULTS, **decoded}
 
 
-# Parameters added after model files were first written, with the value that describes a file without them: its
-# trees were grown leaf-wise, and a continuation (warm_start, init_model) should grow the same kind.
-_BEFORE_THE_PARAMETER = {"grow_policy": "leafwise"}
+# Parameters added after fits were first saved (model files, checkpoints, pickles), with the value that describes a
+# fit saved without them: its trees were grown leaf-wise, and continuing it should grow the same kind.
+EARLIER_DEFAULTS = {"grow_policy": "leafwise"}
 
 
 def _check_list(values, where):

@@ -42,7 +42,7 @@ from ._engine.predict import (
     score_rows,
     walk_layout,
 )
-from ._engine.symmetric import grow_symmetric_tree
+from ._engine.symmetric import grow_symmetric_tree, symmetric_depth
 from ._engine.tree import concatenate_trees, make_trees, split_trees
 from ._files import write_atomically
 from ._gains import label_gains
@@ -394,6 +394,8 @@ class LambdaMARTRanker(BaseEstimator):
         version = state.pop("_lambdamart_version", "unknown")
         if version != __version__:
             warnings.warn(InconsistentVersionWarning(type(self).__name__, version, __version__), stacklevel=2)
+        if "_trees" in state:  # a fitted ranker from before a parameter existed was fitted as it then behaved
+            state = {**_model_format.EARLIER_DEFAULTS, **state}
         super().__setstate__(state)
         if "_trees" in state:
             self._set_trees(state["_trees"])
@@ -607,11 +609,13 @@ class LambdaMARTRanker(BaseEstimator):
         (``max_leaf_nodes=10**9`` asked for terabytes).
         """
         max_leaf_nodes = self.max_leaf_nodes
+        symmetric = self.grow_policy == "symmetric" or (self.grow_policy == "auto" and not unbiased)
+        max_depth = -1 if self.max_depth is None else self.max_depth
+        if symmetric:  # the depth the leaves allow, before they are capped by the rows below
+            max_depth = symmetric_depth(max_leaf_nodes, max_depth)
         if n_rows is not None:
             max_leaf_nodes = min(max_leaf_nodes, max(2, n_rows // self.min_samples_leaf))
-        symmetric = self.grow_policy == "symmetric" or (self.grow_policy == "auto" and not unbiased)
-        return GrowthParams(max_leaf_nodes=max_leaf_nodes,
-                            max_depth=-1 if self.max_depth is None else self.max_depth, symmetric=symmetric,
+        return GrowthParams(max_leaf_nodes=max_leaf_nodes, max_depth=max_depth, symmetric=symmetric,
                             min_samples_leaf=self.min_samples_leaf, min_sum_hessian=float(self.min_sum_hessian),
                             l2_regularization=float(self.l2_regularization), learning_rate=float(self.learning_rate))
 

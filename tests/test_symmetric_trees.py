@@ -4,6 +4,9 @@ The grower is checked against a brute-force search written here in numpy: every 
 missing values, each node's Newton gain from its own rows, summed over the nodes that can take it.
 """
 
+import json
+import pickle
+
 import numpy as np
 import pytest
 
@@ -153,3 +156,35 @@ def test_grow_policy_auto_is_symmetric_except_for_unbiased_lambdamart():
     np.testing.assert_array_equal(predictions("auto", position=position), predictions("leafwise", position=position))
     with pytest.raises(ValueError, match="grow_policy"):
         LambdaMARTRanker(grow_policy="depthwise").fit(X, y, qid=qid)
+
+
+def test_the_default_depth_comes_from_max_leaf_nodes_whatever_the_rows():
+    # 414 rows of 30 at least per leaf hold 13 leaves; the depth is still the 5 levels that 31 leaves need.
+    X, y, qid = make_ranking_data(4, random_state=0)[:3]
+    params = dict(n_estimators=5, min_samples_leaf=30, random_state=0)
+    default = LambdaMARTRanker(**params).fit(X, y, qid=qid)
+    five = LambdaMARTRanker(max_depth=5, **params).fit(X, y, qid=qid)
+    np.testing.assert_array_equal(default.predict(X), five.predict(X))
+
+
+def test_continuations_saved_before_grow_policy_are_leaf_wise(tmp_path):
+    # A checkpoint or a pickled ranker from before the parameter existed holds leaf-wise trees: a pickle continues
+    # leaf-wise, and resuming such a checkpoint with the new default is refused as other parameters.
+    X, y, qid = make_ranking_data(20, random_state=0)[:3]
+    old = LambdaMARTRanker(n_estimators=2, grow_policy="leafwise", random_state=0).fit(X, y, qid=qid)
+    del old.__dict__["grow_policy"]
+    old._boosting_params.pop("grow_policy")
+    unpickled = pickle.loads(pickle.dumps(old))
+    assert unpickled.get_params()["grow_policy"] == "leafwise"
+    unpickled.set_params(n_estimators=4, warm_start=True).fit(X, y, qid=qid)
+
+    params = dict(random_state=0, checkpoint_dir=tmp_path, checkpoint_every=2)
+    LambdaMARTRanker(n_estimators=4, grow_policy="leafwise", **params).fit(X, y, qid=qid)
+    for path in tmp_path.glob("round-*.npz"):
+        arrays = dict(np.load(path))
+        header = json.loads(str(arrays["header"]))
+        del header["params"]["grow_policy"]
+        arrays["header"] = np.array(json.dumps(header))
+        np.savez(path, **arrays)
+    with pytest.raises(ValueError, match="grow_policy='leafwise' there, 'auto' here"):
+        LambdaMARTRanker(n_estimators=8, warm_start=True, **params).fit(X, y, qid=qid)

@@ -311,14 +311,14 @@ def _node_gain(g, h, n, sum_grad, sum_hess, count, l2, min_samples_leaf, min_sum
 
 
 @inner_kernel
-def _feature_level_split(hists, slots, sums, base, n_value_bins, l2, min_samples_leaf, min_sum_hessian, totals):
-    """The best (summed gain, bin, missing_left) of one feature over a level's nodes; ``totals`` is (≥ bins, 2)
-    scratch. Ties go to the lowest bin, then to missing values right."""
-    totals[:n_value_bins, :] = 0.0
+def _feature_level_split(hists, slots, sums, base, n_value_bins, l2, min_samples_leaf, min_sum_hessian):
+    """The best (summed gain, bin, missing_left) of one feature over a level's nodes. Ties go to the lowest bin,
+    then to missing values right."""
+    totals = np.zeros((n_value_bins, 2))  # summed gain per threshold bin and side for missing values
+    missing = base + n_value_bins
     for k in range(slots.shape[0]):
         hist = hists[slots[k]]
         sum_grad, sum_hess, count = sums[k, 0], sums[k, 1], sums[k, 2]
-        missing = base + n_value_bins
         miss_g, miss_h, miss_n = hist[missing, 0], hist[missing, 1], hist[missing, 2]
         g, h, n = 0.0, 0.0, 0.0
         for b in range(n_value_bins):
@@ -336,26 +336,35 @@ def _feature_level_split(hists, slots, sums, base, n_value_bins, l2, min_samples
                 totals[b, 0] += gain
             if gain_missing_left > 0.0:
                 totals[b, 1] += gain_missing_left
-    best, best_bin, best_missing_left = -np.inf, -1, False
+    best, best_bin, best_missing_left = 0.0, -1, False
     for b in range(n_value_bins):
         for side in range(2):
-            if totals[b, side] > 0.0 and totals[b, side] > best:
+            if totals[b, side] > best:
                 best, best_bin, best_missing_left = totals[b, side], b, side == 1
-    return best, best_bin, best_missing_left
+    return (best if best_bin >= 0 else -np.inf), best_bin, best_missing_left
+
+
+@inner_kernel
+def _first_best(gains, bins, missing_lefts, features):
+    """The :class:`LevelSplit` of the features' best candidates, in feature order: ties to the lowest feature."""
+    best = LevelSplit(-np.inf, -1, -1, False)
+    for i in range(features.shape[0]):
+        if gains[i] > best.gain:
+            best = LevelSplit(gains[i], features[i], bins[i], missing_lefts[i])
+    return best
 
 
 @kernel
 def level_best_split(hists, slots, sums, n_bins, bin_offsets, features, l2, min_samples_leaf, min_sum_hessian):
     """The :class:`LevelSplit` of the nodes whose histograms are ``hists[slots]`` and totals ``sums`` (one (Σλ, Σw,
     rows) row per node), over the sorted ``features``; ties go to the lowest feature."""
-    totals = np.empty((np.max(n_bins), 2))
-    best = LevelSplit(-np.inf, -1, -1, False)
-    for f in features:
-        gain, b, missing_left = _feature_level_split(hists, slots, sums, bin_offsets[f], n_bins[f], l2,
-                                                     min_samples_leaf, min_sum_hessian, totals)
-        if gain > best.gain:
-            best = LevelSplit(gain, f, b, missing_left)
-    return best
+    n = features.shape[0]
+    gains, bins, missing_lefts = np.empty(n), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.bool_)
+    for i in range(n):
+        f = features[i]
+        gains[i], bins[i], missing_lefts[i] = _feature_level_split(hists, slots, sums, bin_offsets[f], n_bins[f], l2,
+                                                                   min_samples_leaf, min_sum_hessian)
+    return _first_best(gains, bins, missing_lefts, features)
 
 
 @kernel(parallel=True)
@@ -366,14 +375,9 @@ def level_best_split_threaded(hists, slots, sums, n_bins, bin_offsets, features,
     gains, bins, missing_lefts = np.empty(n), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.bool_)
     for i in prange(n):
         f = features[i]
-        totals = np.empty((n_bins[f], 2))
         gains[i], bins[i], missing_lefts[i] = _feature_level_split(hists, slots, sums, bin_offsets[f], n_bins[f], l2,
-                                                                   min_samples_leaf, min_sum_hessian, totals)
-    best = LevelSplit(-np.inf, -1, -1, False)
-    for i in range(n):  # in feature order: ties to the lowest feature, as the serial search
-        if gains[i] > best.gain:
-            best = LevelSplit(gains[i], features[i], bins[i], missing_lefts[i])
-    return best
+                                                                   min_samples_leaf, min_sum_hessian)
+    return _first_best(gains, bins, missing_lefts, features)
 
 
 @kernel

@@ -289,17 +289,7 @@ def grow_tree(codes, n_bins, layout, features, grad, hess, rows, params, workspa
 
     node_stop[0] = n_rows
     count[0] = n_rows
-    # The root's λ and w in node order: when the tree has every row in order (no subsample), that is grad and hess
-    # themselves, and the serial copy (~1 ms a tree at 570k rows, while the other threads wait) is skipped. Children
-    # are gathered into the workspace as before; no later step reads the root's ordered values.
-    root_grad, root_hess = ordered_grad, ordered_hess
-    in_order = False
-    if n_rows == grad.shape[0]:
-        sum_grad[0], sum_hess[0], in_order = _sums_if_in_order(grad, hess, rows)
-    if in_order:
-        root_grad, root_hess = grad, hess
-    else:
-        sum_grad[0], sum_hess[0] = gather_node(grad, hess, rows, np.int64(0), n_rows, ordered_grad, ordered_hess)
+    sum_grad[0], sum_hess[0], root_grad, root_hess = root_in_node_order(grad, hess, rows, ordered_grad, ordered_hess)
     n_nodes = 1
     n_leaves = 1
     if _splittable(count[0], depth[0], max_depth, min_samples_leaf):
@@ -372,6 +362,28 @@ def grow_tree(codes, n_bins, layout, features, grad, hess, rows, params, workspa
                 cand_left_grad[child], cand_left_hess[child] = best.left_grad, best.left_hess
                 cand_left_count[child] = best.left_count
 
+    return grown_tree(feature, split_bin, missing_left, left, right, value, gain, count, node_start, node_stop,
+                      sum_grad, sum_hess, n_nodes, params)
+
+
+@inner_kernel
+def root_in_node_order(grad, hess, rows, ordered_grad, ordered_hess):
+    """The root's (Σλ, Σw) and its λ and w in node order. When the tree has every row in order (no subsample), those
+    are grad and hess themselves, and the serial copy (~1 ms a tree at 570k rows, while the other threads wait) is
+    skipped; children are gathered into the workspace as before, and no later step reads the root's ordered values."""
+    if rows.shape[0] == grad.shape[0]:
+        sum_grad, sum_hess, in_order = _sums_if_in_order(grad, hess, rows)
+        if in_order:
+            return sum_grad, sum_hess, grad, hess
+    sum_grad, sum_hess = gather_node(grad, hess, rows, np.int64(0), rows.shape[0], ordered_grad, ordered_hess)
+    return sum_grad, sum_hess, ordered_grad, ordered_hess
+
+
+@inner_kernel
+def grown_tree(feature, split_bin, missing_left, left, right, value, gain, count, node_start, node_stop, sum_grad,
+               sum_hess, n_nodes, params):
+    """The first ``n_nodes`` nodes of a grower's arrays as a :class:`GrownTree`, each leaf's value set to its Newton
+    step times the learning rate."""
     for i in range(n_nodes):
         if left[i] == -1:
             value[i] = params.learning_rate * leaf_value(sum_grad[i], sum_hess[i], params.l2_regularization)

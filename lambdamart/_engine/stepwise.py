@@ -199,17 +199,11 @@ def grow_tree_stepwise(source, n_bins, bin_offsets, features, params):
         right_count = counts[node] - left_count
         for child_count, g, h in ((left_count, best.left_grad, best.left_hess),
                                   (right_count, grads[node] - best.left_grad, hesses[node] - best.left_hess)):
-            feature.append(-1)
-            split_bin.append(0)
-            missing_left.append(False)
-            left.append(-1)
-            right.append(-1)
-            gain.append(0.0)
+            _add_leaf(feature, split_bin, missing_left, left, right, gain, hists)
             counts.append(child_count)
             depths.append(depths[node] + 1)
             grads.append(g)
             hesses.append(h)
-            hists.append(None)
             splits.append(None)
         small_is_left = left_count <= right_count
         small, large = (lc, rc) if small_is_left else (rc, lc)
@@ -261,16 +255,10 @@ def grow_symmetric_stepwise(source, n_bins, bin_offsets, features, params):
             n_left = int(left_count[k])
             for child_count, g, h in ((n_left, left_grad[k], left_hess[k]),
                                       (counts[node] - n_left, grads[node] - left_grad[k], hesses[node] - left_hess[k])):
-                feature.append(-1)
-                split_bin.append(0)
-                missing_left.append(False)
-                left.append(-1)
-                right.append(-1)
-                gain.append(0.0)
+                _add_leaf(feature, split_bin, missing_left, left, right, gain, hists)
                 counts.append(child_count)
                 grads.append(g)
                 hesses.append(h)
-                hists.append(None)
             small_is_left = 2 * n_left <= counts[node]
             small, large = (lc, rc) if small_is_left else (rc, lc)
             node_split = Split(node_gain[k], split.feature, split.bin, bool(node_missing_left[k]), left_grad[k],
@@ -286,6 +274,13 @@ def grow_symmetric_stepwise(source, n_bins, bin_offsets, features, params):
         if not searched:
             break
     return _grown(feature, split_bin, missing_left, left, right, gain, counts, grads, hesses, params)
+
+
+def _add_leaf(feature, split_bin, missing_left, left, right, gain, hists):
+    """A new leaf's entries in a stepwise grower's node lists (its sums are the caller's)."""
+    for values, entry in ((feature, -1), (split_bin, 0), (missing_left, False), (left, -1), (right, -1), (gain, 0.0),
+                          (hists, None)):
+        values.append(entry)
 
 
 def _grown(feature, split_bin, missing_left, left, right, gain, counts, grads, hesses, params):

@@ -16,9 +16,16 @@ Rows, histograms and leaf values are handled as in :func:`~.grower.grow_tree` (t
 import numpy as np
 
 from .._jit import inner_kernel, kernel
-from .grower import GrownTree, _sums_if_in_order, gather_node, node_histogram, partition_node, partition_node_threaded
+from .grower import (
+    gather_node,
+    grown_tree,
+    node_histogram,
+    partition_node,
+    partition_node_threaded,
+    root_in_node_order,
+)
 from .histogram import build_block
-from .split import leaf_value, level_best_split, level_best_split_threaded, level_node_splits
+from .split import level_best_split, level_best_split_threaded, level_node_splits
 
 
 @inner_kernel
@@ -100,14 +107,7 @@ def grow_symmetric_tree(codes, n_bins, layout, features, grad, hess, rows, param
     ordered_grad, ordered_hess = workspace.ordered_grad, workspace.ordered_hess
 
     node_stop[0] = count[0] = n_rows
-    root_grad, root_hess = ordered_grad, ordered_hess
-    in_order = False
-    if n_rows == grad.shape[0]:
-        sum_grad[0], sum_hess[0], in_order = _sums_if_in_order(grad, hess, rows)
-    if in_order:  # the root's λ and w in node order are grad and hess themselves (see grow_tree)
-        root_grad, root_hess = grad, hess
-    else:
-        sum_grad[0], sum_hess[0] = gather_node(grad, hess, rows, np.int64(0), n_rows, ordered_grad, ordered_hess)
+    sum_grad[0], sum_hess[0], root_grad, root_hess = root_in_node_order(grad, hess, rows, ordered_grad, ordered_hess)
     n_nodes = n_leaves = 1
     level = np.zeros(1, dtype=np.int64)
     depth = 0
@@ -176,9 +176,5 @@ def grow_symmetric_tree(codes, n_bins, layout, features, grad, hess, rows, param
             break
         level = np.arange(n_nodes - 2 * n_chosen, n_nodes, dtype=np.int64)
 
-    for i in range(n_nodes):
-        if left[i] == -1:
-            value[i] = params.learning_rate * leaf_value(sum_grad[i], sum_hess[i], params.l2_regularization)
-    return GrownTree(feature[:n_nodes], split_bin[:n_nodes], missing_left[:n_nodes], left[:n_nodes],
-                     right[:n_nodes], value[:n_nodes], gain[:n_nodes], count[:n_nodes], node_start[:n_nodes],
-                     node_stop[:n_nodes])
+    return grown_tree(feature, split_bin, missing_left, left, right, value, gain, count, node_start, node_stop,
+                      sum_grad, sum_hess, n_nodes, params)

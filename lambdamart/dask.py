@@ -711,7 +711,7 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
     """
 
     def __init__(self, objective="lambdarank", *, client=None, n_estimators=100, learning_rate=0.1,
-                 max_leaf_nodes=31, max_depth=None, min_samples_leaf=20, min_sum_hessian=1e-3,
+                 max_leaf_nodes=31, max_depth=None, grow_policy="auto", min_samples_leaf=20, min_sum_hessian=1e-3,
                  l2_regularization=0.0, max_bins=255, truncation_level=30, sigma=1.0, gain="exponential",
                  relevance_threshold=0.0, pairs_per_document=None, position_bias_norm=0.5, pair_normalization=True,
                  query_normalization=True, ties="average", subsample=1.0, max_features=1.0, early_stopping="auto",
@@ -719,7 +719,8 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
                  random_state=None, warm_start=False, checkpoint_dir=None, checkpoint_every=10, verbose=0,
                  importance_type="gain"):
         super().__init__(objective, n_estimators=n_estimators, learning_rate=learning_rate,
-                         max_leaf_nodes=max_leaf_nodes, max_depth=max_depth, min_samples_leaf=min_samples_leaf,
+                         max_leaf_nodes=max_leaf_nodes, max_depth=max_depth, grow_policy=grow_policy,
+                         min_samples_leaf=min_samples_leaf,
                          min_sum_hessian=min_sum_hessian, l2_regularization=l2_regularization, max_bins=max_bins,
                          truncation_level=truncation_level, sigma=sigma, gain=gain,
                          relevance_threshold=relevance_threshold, pairs_per_document=pairs_per_document,

@@ -274,3 +274,12 @@ def test_search_on_the_cluster_equals_the_local_search(client, search_class):
     calls, workers = _fit_calls(stream.data)
     assert calls == len(local.cv_results_["params"]) * 3
     assert workers and workers <= set(cluster_workers(client))
+
+
+def test_the_dask_ranker_takes_every_parameter_of_the_local_one():
+    from lambdamart.dask import DaskLambdaMARTRanker
+
+    local = LambdaMARTRanker().get_params()
+    dask = DaskLambdaMARTRanker().get_params()
+    assert dask.keys() - {"client"} == local.keys()
+    assert {name: dask[name] for name in local} == local  # the same defaults

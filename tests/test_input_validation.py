@@ -336,13 +336,16 @@ def test_a_learning_rate_that_overflows_the_leaf_values_raises_naming_the_round(
         ranker.fit(X, y, qid)
 
 
-def test_max_leaf_nodes_beyond_what_the_rows_can_fill_allocates_only_what_they_can(data):
+@pytest.mark.parametrize("grow_policy", ["leafwise", "symmetric"])
+def test_max_leaf_nodes_beyond_what_the_rows_can_fill_allocates_only_what_they_can(data, grow_policy):
     """Leaves hold min_samples_leaf rows each, so no tree grows more than n_rows // min_samples_leaf of them: a
-    larger max_leaf_nodes is that many (the grower once allocated a histogram per leaf asked for: terabytes)."""
+    larger max_leaf_nodes is that many (the grower once allocated a histogram per leaf asked for: terabytes).
+    Symmetric trees take their depth from max_leaf_nodes (30 levels for both here), so they compare at 2**30."""
     X, y, qid = data
-    huge = LambdaMARTRanker(**{**FAST, "max_leaf_nodes": 10**9}).fit(X, y, qid)
-    every_row = LambdaMARTRanker(**{**FAST, "max_leaf_nodes": X.shape[0]}).fit(X, y, qid)
-    np.testing.assert_array_equal(huge.predict(X), every_row.predict(X))
+    params = {**FAST, "grow_policy": grow_policy}
+    huge = LambdaMARTRanker(**{**params, "max_leaf_nodes": 10**9}).fit(X, y, qid)
+    enough = LambdaMARTRanker(**{**params, "max_leaf_nodes": X.shape[0] if grow_policy == "leafwise" else 2**30})
+    np.testing.assert_array_equal(huge.predict(X), enough.fit(X, y, qid).predict(X))
 
 
 def test_zero_threads_raise_at_fit(data):

@@ -168,7 +168,7 @@ class LambdaMARTRanker(BaseEstimator):
         ``max_leaf_nodes`` splits only its nodes of largest gain. ``"leafwise"``: the leaf of largest gain splits
         next, each by its own best split (LightGBM's and XGBoost's ``lossguide`` trees). ``"auto"``: symmetric,
         except for Unbiased LambdaMART (``fit`` with ``position``), which is leaf-wise. Symmetric trees fit less
-        noise and ranked better on every dataset of the benchmarks (``benchmarks/GROW_POLICY.md``); on click logs
+        noise and ranked better on every dataset of the factor study (``benchmarks/GROW_POLICY.md``); on click logs
         whose logging ranker followed a feature, leaf-wise trees learned the position bias closer to the truth.
     min_samples_leaf : int, default=20
         Minimum number of rows in a leaf (rows of zero weight count, as in LightGBM).

@@ -247,25 +247,12 @@ def grow_tree(codes, n_bins, layout, features, grad, hess, rows, params, workspa
     max_leaf_nodes, max_depth, min_samples_leaf = params.max_leaf_nodes, params.max_depth, params.min_samples_leaf
     n_rows = rows.shape[0]
     max_nodes = 2 * max_leaf_nodes - 1
-    # Filled by loops rather than np.full: each np.full dtype is library code of its own to compile on first use.
-    feature = np.empty(max_nodes, dtype=np.int32)
-    split_bin = np.zeros(max_nodes, dtype=np.int32)
-    missing_left = np.zeros(max_nodes, dtype=np.bool_)
-    left = np.empty(max_nodes, dtype=np.int32)
-    right = np.empty(max_nodes, dtype=np.int32)
-    value = np.zeros(max_nodes)
-    gain = np.zeros(max_nodes)
-    count = np.zeros(max_nodes, dtype=np.int64)
-    node_start = np.zeros(max_nodes, dtype=np.int64)
-    node_stop = np.zeros(max_nodes, dtype=np.int64)
+    (feature, split_bin, missing_left, left, right, value, gain, count, node_start, node_stop, slot, sum_grad,
+     sum_hess) = new_node_arrays(max_nodes)
     depth = np.zeros(max_nodes, dtype=np.int64)
-    slot = np.zeros(max_nodes, dtype=np.int64)  # which workspace histogram a leaf's is
-    sum_grad = np.zeros(max_nodes)
-    sum_hess = np.zeros(max_nodes)
     # The best split found for each leaf, waiting to be taken.
     cand_gain = np.empty(max_nodes)
     for i in range(max_nodes):
-        feature[i] = left[i] = right[i] = -1
         cand_gain[i] = -np.inf
     cand_feature = np.zeros(max_nodes, dtype=np.int64)
     cand_bin = np.zeros(max_nodes, dtype=np.int64)
@@ -364,6 +351,22 @@ def grow_tree(codes, n_bins, layout, features, grad, hess, rows, params, workspa
 
     return grown_tree(feature, split_bin, missing_left, left, right, value, gain, count, node_start, node_stop,
                       sum_grad, sum_hess, n_nodes, params)
+
+
+@inner_kernel
+def new_node_arrays(max_nodes):
+    """A grower's per-node arrays for up to ``max_nodes`` nodes: feature, split_bin, missing_left, left, right (-1
+    for none), value, gain, count, node_start, node_stop, slot (which workspace histogram a leaf's is), Σλ and Σw."""
+    # Filled by loops rather than np.full: each np.full dtype is library code of its own to compile on first use.
+    feature = np.empty(max_nodes, dtype=np.int32)
+    left = np.empty(max_nodes, dtype=np.int32)
+    right = np.empty(max_nodes, dtype=np.int32)
+    for i in range(max_nodes):
+        feature[i] = left[i] = right[i] = -1
+    return (feature, np.zeros(max_nodes, dtype=np.int32), np.zeros(max_nodes, dtype=np.bool_), left, right,
+            np.zeros(max_nodes), np.zeros(max_nodes), np.zeros(max_nodes, dtype=np.int64),
+            np.zeros(max_nodes, dtype=np.int64), np.zeros(max_nodes, dtype=np.int64),
+            np.zeros(max_nodes, dtype=np.int64), np.zeros(max_nodes), np.zeros(max_nodes))
 
 
 @inner_kernel

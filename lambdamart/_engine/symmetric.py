@@ -19,6 +19,7 @@ from .._jit import inner_kernel, kernel
 from .grower import (
     gather_node,
     grown_tree,
+    new_node_arrays,
     node_histogram,
     partition_node,
     partition_node_threaded,
@@ -88,21 +89,8 @@ def grow_symmetric_tree(codes, n_bins, layout, features, grad, hess, rows, param
     max_depth = symmetric_depth(max_leaf_nodes, params.max_depth)
     n_rows = rows.shape[0]
     max_nodes = 2 * max_leaf_nodes - 1
-    feature = np.empty(max_nodes, dtype=np.int32)
-    split_bin = np.zeros(max_nodes, dtype=np.int32)
-    missing_left = np.zeros(max_nodes, dtype=np.bool_)
-    left = np.empty(max_nodes, dtype=np.int32)
-    right = np.empty(max_nodes, dtype=np.int32)
-    value = np.zeros(max_nodes)
-    gain = np.zeros(max_nodes)
-    count = np.zeros(max_nodes, dtype=np.int64)
-    node_start = np.zeros(max_nodes, dtype=np.int64)
-    node_stop = np.zeros(max_nodes, dtype=np.int64)
-    slot = np.zeros(max_nodes, dtype=np.int64)  # which workspace histogram a leaf's is
-    sum_grad = np.zeros(max_nodes)
-    sum_hess = np.zeros(max_nodes)
-    for i in range(max_nodes):
-        feature[i] = left[i] = right[i] = -1
+    (feature, split_bin, missing_left, left, right, value, gain, count, node_start, node_stop, slot, sum_grad,
+     sum_hess) = new_node_arrays(max_nodes)
     hists = workspace.histograms
     ordered_grad, ordered_hess = workspace.ordered_grad, workspace.ordered_hess
 

@@ -26,6 +26,7 @@ misses relevant documents), ready for :func:`paired_test`; ``lambdamart compare`
 from __future__ import annotations
 
 import difflib
+import numbers
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -171,9 +172,11 @@ def paired_test(values_a: ArrayLike, values_b: ArrayLike, *, test: str = "t", co
         close = difflib.get_close_matches(str(test), TESTS, n=1)
         hint = f" Did you mean {close[0]!r}?" if close else ""
         raise ValueError(f"unknown test {test!r}.{hint} Tests: {', '.join(TESTS)}.")
-    if not isinstance(confidence, float | int) or not 0 < confidence < 1:
+    # numbers.Real takes numpy scalars too (a level read from an array); bool is an int but never a level.
+    if isinstance(confidence, bool) or not isinstance(confidence, numbers.Real) or not 0 < confidence < 1:
         raise ValueError(f"confidence must be between 0 and 1 (e.g. 0.95); got {confidence!r}.")
-    if not isinstance(n_resamples, int | np.integer) or not 1 <= n_resamples <= MAX_RESAMPLES:
+    if (isinstance(n_resamples, bool) or not isinstance(n_resamples, numbers.Integral)
+            or not 1 <= n_resamples <= MAX_RESAMPLES):
         raise ValueError(f"n_resamples must be a positive integer up to {MAX_RESAMPLES:,} (the bootstrap keeps "
                          f"every resample's mean); got {n_resamples!r}.")
     a, b = _check_values(values_a, values_b)

@@ -131,6 +131,10 @@ def _prepare(y_true, y_score, qid, k, ties, sample_weight, reduce, empty=1.0):
         sw = sw.astype(np.float64, copy=False)
         if not np.isfinite(sw).all() or (sw < 0).any():
             raise ValueError("sample_weight must hold finite, non-negative weights.")
+        if reduce is not None and not sw.any():
+            # scikit-learn's weighted means raise here too: a mean with no weight is not a number to report.
+            raise ValueError("sample_weight is 0 on every row, so the weighted mean is undefined; give some query "
+                             "a positive weight, or pass reduce=None for the per-query values.")
         if sw.size and sw.max() > 0:
             # Scaled by a power of two (exact) to a largest weight in [0.5, 1): a weighted mean is then the same to
             # the bit, and neither sums of weights near the float64 maximum overflow nor subnormal ones underflow.
@@ -194,7 +198,7 @@ _DOC = {
         Value of a query where the metric is undefined. "skip" leaves such queries out of the mean (NaN with
         ``reduce=None``); if every query is skipped the mean is NaN.""",
     "rest": """sample_weight : array-like of shape (n_samples,), default=None
-        Non-negative row weights; each query is weighted by the mean weight of its rows in the mean.
+        Non-negative row weights, not all 0; each query is weighted by the mean weight of its rows in the mean.
     reduce : {"mean", None}, default="mean"
         "mean": the (query-weighted) mean over queries. None: one value per query, in the order of the sorted
         unique query ids.
@@ -562,7 +566,7 @@ def precision_recall_curve(
     {ties}
     {empty}
     sample_weight : array-like of shape (n_samples,), default=None
-        Non-negative row weights; each query is weighted by the mean weight of its rows in the mean.
+        Non-negative row weights, not all 0; each query is weighted by the mean weight of its rows in the mean.
     reduce : {{"mean", None}}, default="mean"
         "mean": the interpolated precision is averaged over queries (shape (n_levels,)). None: one row per query.
 

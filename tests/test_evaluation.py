@@ -98,8 +98,14 @@ def test_nan_queries_are_left_out_and_bad_input():
         E.paired_test(a, b[:3])
     with pytest.raises(ValueError, match="at least 2 queries"):
         E.paired_test([0.5], [0.4])
-    with pytest.raises(ValueError, match="confidence"):
-        E.paired_test(a, b, confidence=95)
+    for confidence in (95, True, np.nan, "0.95"):
+        with pytest.raises(ValueError, match="confidence"):
+            E.paired_test(a, b, confidence=confidence)
+    # A level or a count held in a numpy scalar is as good as a Python number.
+    assert E.paired_test(a, b, confidence=np.float32(0.75)).interval == E.paired_test(a, b, confidence=0.75).interval
+    assert E.paired_test(a, b, test="bootstrap", n_resamples=np.int32(50), random_state=0).n_queries == 5
+    with pytest.raises(ValueError, match="n_resamples"):
+        E.paired_test(a, b, test="bootstrap", n_resamples=True)
     with pytest.raises(ValueError, match="infinite values"):
         E.paired_test(np.r_[np.inf, a[1:]], b)
     with pytest.raises(ValueError, match="n_resamples must be a positive integer up to 10,000,000"):

@@ -429,6 +429,7 @@ BAD_COMMON = [
     ("qid length", lambda f: f(Y, S, [1, 1]), ValueError, "qid"),
     ("weight length", lambda f: f(Y, S, sample_weight=[1, 2]), ValueError, "sample_weight"),
     ("negative weight", lambda f: f(Y, S, sample_weight=[1, -2, 1]), ValueError, "sample_weight"),
+    ("zero weights", lambda f: f(Y, S, sample_weight=[0, 0, 0]), ValueError, "0 on every row"),
     ("empty", lambda f: f([], []), ValueError, "empty"),
     ("nan score", lambda f: f(Y, [0.1, np.nan, 0.2]), ValueError, "NaN"),
     ("string score", lambda f: f(Y, ["a", "b", "c"]), TypeError, "numeric"),

@@ -64,8 +64,8 @@ class TrainingState:
     init_trees : dict of ndarray or None
         The flat trees of ``fit(init_model=...)``, the starting scores.
     fingerprint : str
-        A digest of the binned training data and labels ("" when not computed): a checkpoint continues the fit of
-        the same data only.
+        A digest of the binned training and validation data, labels, weights and positions (``data_fingerprint``;
+        "" when not computed): a checkpoint continues the fit of the same data only.
     feature_names : ndarray of str or None
         The column names of the training data, when it had them.
     """
@@ -84,8 +84,57 @@ class TrainingState:
     feature_names: np.ndarray | None = None
 
 
+# Digests written before 0.2 hashed each array whole, in one process, and carry no prefix; they are checked that
+# way still (``check_same_data``).
+DIGEST_PREFIX = "queries:"
+
+
+def query_digest_sum(tag, codes, offsets, *row_arrays):
+    """The sum modulo 2**128 of a digest of every query of one data set (``tag``, an int, tells the sets apart).
+
+    A query's digest covers its rows' binned features (``codes``, features x rows, queries laid out by
+    ``offsets``) and their entries of ``row_arrays`` (label gains, sample weights, positions; None or empty
+    ones are absent). A sum does not depend on where each query is held, so the shards of a Dask fit add theirs
+    up to what a local fit of the same data computes, whatever the chunks and workers.
+    """
+    rows = [np.asarray(a, dtype=np.float64) for a in row_arrays if a is not None and a.shape[0] > 0]
+    person = int(tag).to_bytes(8, "little")
+    total = 0
+    for q in range(offsets.shape[0] - 1):
+        start, stop = offsets[q], offsets[q + 1]
+        digest = hashlib.blake2b(np.ascontiguousarray(codes[:, start:stop]).tobytes(), digest_size=16,
+                                 person=person)
+        for a in rows:
+            digest.update(a[start:stop].tobytes())
+        total += int.from_bytes(digest.digest(), "little")
+    return total % 2**128
+
+
+def data_fingerprint(sums):
+    """The data digest of a fit from the :func:`query_digest_sum` of each of its sets (or shards)."""
+    return f"{DIGEST_PREFIX}{sum(sums) % 2**128:032x}"
+
+
+def check_same_data(recorded, digest, legacy=None):
+    """Refuse to continue a fit whose data digest ``recorded`` is not ``digest`` (these data's).
+
+    ``legacy()`` computes these data's digest the pre-0.2 way, for a ``recorded`` one of that kind; without it,
+    such a digest is not checked (the sizes are).
+    """
+    if not recorded:
+        return
+    if not recorded.startswith(DIGEST_PREFIX):
+        if legacy is None:
+            return
+        digest = legacy()
+    if recorded != digest:
+        raise ValueError("the data differ from those of the fit being continued (a digest of its binned training and "
+                         "validation data is kept with it); continue on the same data, or set warm_start=False to "
+                         "fit these afresh.")
+
+
 def fingerprint(*arrays):
-    """A digest of the bytes of ``arrays`` (None entries skipped): same data, same binning, same digest."""
+    """A digest of the bytes of ``arrays`` (None entries skipped), as fits before 0.2 kept (``check_same_data``)."""
     digest = hashlib.blake2b(digest_size=16)
     for a in arrays:
         if a is not None:

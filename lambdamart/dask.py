@@ -45,7 +45,7 @@ except ImportError as error:  # an optional extra
 from distributed.protocol import to_serialize
 from sklearn.utils import check_random_state
 
-from ._checkpoint import Checkpoints, TrainingState
+from ._checkpoint import Checkpoints, TrainingState, check_same_data, data_fingerprint, query_digest_sum
 from ._compat import feature_names_of
 from ._dask_io import read_letor
 from ._engine.binning import bin_features, find_thresholds
@@ -250,6 +250,12 @@ class _Shard:
         self.all_rows = all_rows
         self.rows = RowShard(self.codes, self.n_bins, self.layout, self.grad, self.hess, all_rows, local_totals=True,
                              reuse_histogram=True)
+
+    def digest(self):
+        """The part of the fit's data digest this shard holds: the sum of its queries' (``query_digest_sum``)."""
+        return (query_digest_sum(0, self.codes, self.offsets, self.gains, self.sample_weight, self.position)
+                + sum(query_digest_sum(i + 1, v["codes"], v["offsets"], v["gains"])
+                      for i, v in enumerate(self.valid_sets)))
 
     def grow_round(self, tree_queries, features, rng_state, position_bias, record):
         """One boosting round on this shard's queries among ``tree_queries`` (all when None), with the peers.
@@ -491,6 +497,7 @@ class _Progress:
     train_queries: np.ndarray  # the queries that are not held out
     thresholds: tuple | None = None  # (thresholds, threshold_offsets), once computed
     n_train: int = 0  # training rows over all workers
+    fingerprint: str = ""  # the data digest, once computed (kept for continuations, as a local fit keeps it)
 
 
 class _Cluster:
@@ -856,7 +863,8 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
                                  objective={} if progress.position_bias is None else
                                  {"position_bias": progress.position_bias.copy()},
                                  n_features=self.n_features_in_, n_rows=progress.n_train,
-                                 init_trees=progress.init_trees, feature_names=names)
+                                 init_trees=progress.init_trees, fingerprint=progress.fingerprint,
+                                 feature_names=names)
 
         checkpoints = None
         if self.checkpoint_dir is not None:
@@ -962,6 +970,11 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
                                      self._growth_params(unbiased=n_positions > 0), progress.init_trees,
                                      progress.trees)
                                     for s in range(len(actors))])
+        if not progress.fingerprint and (self.warm_start or self.checkpoint_dir is not None):
+            # As a local fit: the shards' sums add up to its digest of the same data, so either continues the other.
+            progress.fingerprint = data_fingerprint(cluster.call("digest"))
+            if state is not None:
+                check_same_data(state.fingerprint, progress.fingerprint)
         profile["binning"] += time.perf_counter() - binning
         return cluster
 

@@ -26,7 +26,17 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from . import _exchange, _model_format
-from ._checkpoint import Checkpoints, TrainingState, check_compatible, encode_params, fingerprint, read_latest
+from ._checkpoint import (
+    Checkpoints,
+    TrainingState,
+    check_compatible,
+    check_same_data,
+    data_fingerprint,
+    encode_params,
+    fingerprint,
+    query_digest_sum,
+    read_latest,
+)
 from ._compat import Interval, StrOptions, validate_params
 from ._engine.binning import MAX_BINS, bin_features, find_thresholds
 from ._engine.contributions import contributions_serial, expected_values, explain_rows
@@ -490,12 +500,13 @@ class LambdaMARTRanker(BaseEstimator):
             digest = ""
             # Under warm_start too, so that a later fit continuing this one can check that its data are these.
             if self.warm_start or self.checkpoint_dir is not None or (state is not None and state.fingerprint):
-                digest = fingerprint(codes, queries.gains, offsets, queries.sample_weight, queries.position,
-                                     *[a for v in valid for a in (v.codes, v.gains, v.offsets)])
-                if state is not None and state.fingerprint not in ("", digest):
-                    raise ValueError("the data differ from those of the fit being continued (a digest of its "
-                                     "binned training and validation data is kept with it); continue on the same "
-                                     "data, or set warm_start=False to fit these afresh.")
+                digest = data_fingerprint(
+                    [query_digest_sum(0, codes, offsets, queries.gains, queries.sample_weight, queries.position)]
+                    + [query_digest_sum(i + 1, v.codes, v.offsets, v.gains) for i, v in enumerate(valid)])
+                if state is not None:
+                    check_same_data(state.fingerprint, digest, legacy=lambda: fingerprint(
+                        codes, queries.gains, offsets, queries.sample_weight, queries.position,
+                        *[a for v in valid for a in (v.codes, v.gains, v.offsets)]))
             if finished:  # the data are those of the fit continued, which has every round asked for
                 if state is self.__dict__.get("_boosting_state"):
                     self._set_features(state)  # the fit's, which checking X replaced by those of X

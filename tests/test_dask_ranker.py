@@ -409,6 +409,27 @@ def test_a_finished_dask_checkpoint_checks_the_data_and_needs_qid_to_score(clien
         DaskLambdaMARTRanker(client=client, warm_start=True, **params).fit(*_dask(X[half], y[half], qid[half]))
 
 
+def test_dask_continuations_check_the_data_by_their_digest(client, data, tmp_path):
+    """Other data of the same shape do not continue a fit, as locally; the digest is the same whatever the chunks
+    and workers, and the same as a local fit's, so a Dask fit continues a local checkpoint and the other way."""
+    X, y, qid = data
+    params = dict(n_estimators=2, random_state=0, checkpoint_dir=tmp_path, **SMALL)
+    local = LambdaMARTRanker(**params).fit(X, y, qid)
+    digest = local._boosting_state.fingerprint
+    assert digest.startswith("queries:")
+    model = DaskLambdaMARTRanker(client=client, warm_start=True, **{**params, "n_estimators": 3}).fit(
+        *_dask(X, y, qid, chunk=700))
+    assert model._boosting_state.fingerprint == digest
+    swapped = y.copy()
+    swapped[qid == qid[0]] = swapped[qid == qid[0]][::-1]  # one query's labels in another order
+    assert not np.array_equal(swapped, y)
+    with pytest.raises(ValueError, match="the data differ"):
+        DaskLambdaMARTRanker(client=client, warm_start=True, **{**params, "n_estimators": 4}).fit(
+            *_dask(X, swapped, qid))
+    more = LambdaMARTRanker(warm_start=True, **{**params, "n_estimators": 4}).fit(X, y, qid)
+    assert more._boosting_state.fingerprint == digest and more.n_estimators_ == 4
+
+
 def test_dask_init_model_gives_the_local_model(client, data):
     X, y, qid = data
     first = LambdaMARTRanker(n_estimators=4, random_state=0, **SMALL).fit(X, y, qid)

@@ -81,6 +81,36 @@ def test_misuse_is_refused_with_what_to_do(tmp_path, data):
     assert_same_model(warm.set_params(warm_start=False).fit(X, y, qid), fresh)
 
 
+def test_a_data_digest_written_before_0_2_is_checked_the_old_way(data, monkeypatch):
+    """Fits before 0.2 kept one hash of the whole arrays (no "queries:" prefix): a continuation of such a state
+    computes that hash of its data and compares it, so old states still refuse other data."""
+    import dataclasses
+
+    import lambdamart.ranker as ranker_module
+
+    X, y, qid = data
+    first = LambdaMARTRanker(n_estimators=3, warm_start=True, random_state=0).fit(X, y, qid)
+    assert first._boosting_state.fingerprint.startswith("queries:")
+    old_way, check = [], ranker_module.check_same_data
+
+    def check_recording_the_old_digest(recorded, digest, legacy=None):
+        old_way.append(legacy())
+        return check(recorded, digest, legacy)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(ranker_module, "check_same_data", check_recording_the_old_digest)
+        LambdaMARTRanker(n_estimators=3, warm_start=True, random_state=0).fit(X, y, qid).set_params(
+            n_estimators=4).fit(X, y, qid)
+    legacy = old_way[0]
+    assert len(legacy) == 32 and not legacy.startswith("queries:")
+    state = first._boosting_state
+    first._boosting_state = dataclasses.replace(state, fingerprint=legacy)
+    assert first.set_params(n_estimators=4).fit(X, y, qid).n_estimators_ == 4  # the same data: it continues
+    first._boosting_state = dataclasses.replace(state, fingerprint=legacy)
+    with pytest.raises(ValueError, match="the data differ"):
+        first.set_params(n_estimators=4).fit(X, y[::-1], qid)
+
+
 def test_a_refused_continuation_leaves_the_model_as_it_was(data):
     X, y, qid = data
     position = np.tile(np.arange(1, 11), X.shape[0] // 10 + 1)[:X.shape[0]]

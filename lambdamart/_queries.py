@@ -68,7 +68,7 @@ def group_queries(qid, n_samples):
     """
     if qid is None:
         return QueryGroups(None, np.array([0, n_samples], dtype=np.int64), np.zeros(1, dtype=np.int64))
-    qid = np.asarray(qid)
+    qid = _as_id_array(qid)
     if qid.ndim != 1:
         raise ValueError(f"qid must be one-dimensional (one query id per row), got shape {qid.shape}.")
     if qid.shape[0] != n_samples:
@@ -112,6 +112,25 @@ def group_queries(qid, n_samples):
     else:
         order = np.argsort(inverse, kind="stable").astype(np.int64, copy=False)
     return QueryGroups(order, offsets, ids)
+
+
+def _as_id_array(qid):
+    """``qid`` as an array, Python integers kept exact.
+
+    numpy turns a list of ints that spans more than int64 or uint64 (``[-1, 2**63]``) into float64, where ids
+    beyond 2**53 that differ become equal: distinct queries would merge unnoticed. Such a list becomes an array
+    of Python ints instead (int64 when they fit).
+    """
+    ids = np.asarray(qid)
+    if ids.dtype.kind != "f" or isinstance(qid, np.ndarray) or hasattr(qid, "dtype"):
+        return ids  # floats given as floats (arrays, pandas) stay floats
+    exact = np.asarray(qid, dtype=object).reshape(ids.shape)
+    if not all(isinstance(v, int | np.integer) and not isinstance(v, bool) for v in exact.reshape(-1)):
+        return ids
+    try:
+        return exact.astype(np.int64)
+    except OverflowError:
+        return exact
 
 
 def group_from_sizes(group, n_samples):

@@ -120,7 +120,8 @@ def test_unpadded_string_qid_sorts_as_strings(data):
     assert_same_model(fit(X, y, plain), fit(X, y, ranks))
 
 
-@pytest.mark.parametrize("ids", ["negative", "huge-int64", "huge-uint64", "float", "sparse-gaps"])
+@pytest.mark.parametrize("ids", ["negative", "huge-int64", "huge-uint64", "float", "sparse-gaps",
+                                 "list-beyond-int64-and-uint64"])
 def test_negative_and_huge_integer_query_ids(data, model, ids):
     X, y, qid = data
     mapped = {
@@ -129,6 +130,8 @@ def test_negative_and_huge_integer_query_ids(data, model, ids):
         "huge-uint64": qid.astype(np.uint64) * np.uint64(2**58) + np.uint64(2**63),
         "float": qid * 0.5 - 3.25,
         "sparse-gaps": qid.astype(np.int64) ** 3,
+        # numpy makes this list float64, in which ids 1 apart beyond 2**53 are equal: they must stay apart.
+        "list-beyond-int64-and-uint64": [-1 if q == qid.min() else 2**63 + int(q) for q in qid],
     }[ids]
     ranker = fit(X, y, mapped)  # the ids are increasing in qid, so the query order is the same
     assert_same_model(ranker, model)

@@ -68,7 +68,7 @@ def group_queries(qid, n_samples):
     """
     if qid is None:
         return QueryGroups(None, np.array([0, n_samples], dtype=np.int64), np.zeros(1, dtype=np.int64))
-    qid = _as_id_array(qid)
+    qid = as_id_array(qid)
     if qid.ndim != 1:
         raise ValueError(f"qid must be one-dimensional (one query id per row), got shape {qid.shape}.")
     if qid.shape[0] != n_samples:
@@ -114,7 +114,7 @@ def group_queries(qid, n_samples):
     return QueryGroups(order, offsets, ids)
 
 
-def _as_id_array(qid):
+def as_id_array(qid):
     """``qid`` as an array, Python integers kept exact.
 
     numpy turns a list of ints that spans more than int64 or uint64 (``[-1, 2**63]``) into float64, where ids

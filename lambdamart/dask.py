@@ -57,7 +57,7 @@ from ._gains import label_gains
 from ._objectives import OBJECTIVES, TrainingQueries, make_objective
 from ._objectives.lambdarank import update_position_bias
 from ._parallel import parallel_region
-from ._queries import group_queries
+from ._queries import as_id_array, group_queries
 from ._validation import ENCODE_HINT, check_position, check_sample_weights, check_y
 from .exceptions import SchedulerLostError, WorkerLostError
 from .ranker import (
@@ -1170,7 +1170,7 @@ def _as_dask(X, arrays, where=""):
         if hasattr(a, "to_dask_array"):
             a = a.to_dask_array(lengths=True)
         elif not isinstance(a, da.Array):
-            a = np.asarray(a)
+            a = as_id_array(a) if name == "qid" else np.asarray(a)
             if a.shape[:1] != X.shape[:1]:
                 raise ValueError(f"{where}{name} has {a.shape[0] if a.ndim else 0} entries but X has {X.shape[0]} "
                                  f"rows; give one per row.")

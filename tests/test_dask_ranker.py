@@ -79,6 +79,14 @@ def test_dask_arrays_give_the_local_model(client, data, params):
     assert_same_model(model, LambdaMARTRanker(**params).fit(X, y, qid), X)
 
 
+def test_a_qid_list_beyond_int64_keeps_its_queries_apart(client, data):
+    """numpy makes such a list float64, where ids 1 apart beyond 2**53 are equal; the queries must stay apart."""
+    X, y, qid = data
+    ids = [-1 if q == qid.min() else 2**63 + int(q) for q in qid]
+    model = DaskLambdaMARTRanker(client=client, n_estimators=3, **SMALL).fit(X, y, ids)
+    assert_same_model(model, LambdaMARTRanker(n_estimators=3, **SMALL).fit(X, y, qid), X)
+
+
 def test_unbiased_lambdamart_learns_the_same_position_biases(client, data):
     X, y, qid = data
     position = np.random.default_rng(3).integers(1, 11, y.shape[0])

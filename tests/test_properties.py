@@ -238,6 +238,10 @@ def test_weighted_mean_and_skipped_queries_reduce_the_per_query_values(data, k, 
     query_weight = np.array([w[qid == q].mean() for q in ids])
     kept = ~np.isnan(per_query)
     total = query_weight[kept].sum()
+    if not w.any():  # no weight at all is an input error; none left after skipping queries is NaN
+        with pytest.raises(ValueError, match="0 on every row"):
+            call(name, y, s, qid, k=k, empty="skip", sample_weight=w)
+        return
     got = call(name, y, s, qid, k=k, empty="skip", sample_weight=w)
     if total == 0:
         assert np.isnan(got)

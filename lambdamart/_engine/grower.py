@@ -315,19 +315,11 @@ def grow_tree(codes, n_bins, layout, features, grad, hess, rows, params, workspa
         else:
             boundary = partition_node(codes, rows, start, stop, f, cand_bin[node], n_bins[f],
                                       cand_missing_left[node], workspace.partition_buffers[1])
-        lc, rc = n_nodes, n_nodes + 1
+        small, large = add_children(node, start, boundary, stop, cand_left_grad[node], cand_left_hess[node],
+                                    small_is_left, n_nodes, n_leaves, left, right, node_start, node_stop, count,
+                                    sum_grad, sum_hess, slot)
+        depth[small] = depth[large] = depth[node] + 1
         n_nodes += 2
-        left[node], right[node] = lc, rc
-        node_start[lc], node_stop[lc] = start, boundary
-        node_start[rc], node_stop[rc] = boundary, stop
-        count[lc], count[rc] = boundary - start, stop - boundary
-        depth[lc] = depth[rc] = depth[node] + 1
-        sum_grad[lc], sum_hess[lc] = cand_left_grad[node], cand_left_hess[node]
-        sum_grad[rc], sum_hess[rc] = sum_grad[node] - sum_grad[lc], sum_hess[node] - sum_hess[lc]
-
-        small, large = (lc, rc) if small_is_left else (rc, lc)
-        slot[large] = slot[node]
-        slot[small] = n_leaves
         n_leaves += 1
         split_small = _splittable(count[small], depth[small], max_depth, min_samples_leaf)
         split_large = _splittable(count[large], depth[large], max_depth, min_samples_leaf)
@@ -393,6 +385,25 @@ def grown_tree(feature, split_bin, missing_left, left, right, value, gain, count
     return GrownTree(feature[:n_nodes], split_bin[:n_nodes], missing_left[:n_nodes], left[:n_nodes],
                      right[:n_nodes], value[:n_nodes], gain[:n_nodes], count[:n_nodes], node_start[:n_nodes],
                      node_stop[:n_nodes])
+
+
+@inner_kernel(inline="always")
+def add_children(node, start, boundary, stop, left_grad, left_hess, small_is_left, n_nodes, n_leaves, left, right,
+                 node_start, node_stop, count, sum_grad, sum_hess, slot):
+    """Make nodes ``n_nodes`` and ``n_nodes + 1`` the children of ``node``: rows ``start:boundary`` to the left
+    one, whose (Σλ, Σw) are ``left_grad``, ``left_hess``, and ``boundary:stop`` to the right one. The larger child
+    keeps the parent's histogram slot and the smaller takes slot ``n_leaves``; returns (small, large)."""
+    lc, rc = n_nodes, n_nodes + 1
+    left[node], right[node] = lc, rc
+    node_start[lc], node_stop[lc] = start, boundary
+    node_start[rc], node_stop[rc] = boundary, stop
+    count[lc], count[rc] = boundary - start, stop - boundary
+    sum_grad[lc], sum_hess[lc] = left_grad, left_hess
+    sum_grad[rc], sum_hess[rc] = sum_grad[node] - left_grad, sum_hess[node] - left_hess
+    small, large = (lc, rc) if small_is_left else (rc, lc)
+    slot[large] = slot[node]
+    slot[small] = n_leaves
+    return small, large
 
 
 @kernel

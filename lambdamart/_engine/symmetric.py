@@ -17,6 +17,7 @@ import numpy as np
 
 from .._jit import inner_kernel, kernel
 from .grower import (
+    add_children,
     gather_node,
     grown_tree,
     new_node_arrays,
@@ -140,16 +141,9 @@ def grow_symmetric_tree(codes, n_bins, layout, features, grad, hess, rows, param
             else:
                 boundary = partition_node(codes, rows, start, stop, f, split.bin, n_bins[f], node_missing_left[k],
                                           workspace.partition_buffers[1])
-            lc, rc = n_nodes, n_nodes + 1
-            left[node], right[node] = lc, rc
-            node_start[lc], node_stop[lc] = start, boundary
-            node_start[rc], node_stop[rc] = boundary, stop
-            count[lc], count[rc] = boundary - start, stop - boundary
-            sum_grad[lc], sum_hess[lc] = left_grad[k], left_hess[k]
-            sum_grad[rc], sum_hess[rc] = sum_grad[node] - left_grad[k], sum_hess[node] - left_hess[k]
-            small, large = (lc, rc) if small_is_left else (rc, lc)
-            slot[large] = slot[node]
-            slot[small] = n_leaves
+            small, large = add_children(node, start, boundary, stop, left_grad[k], left_hess[k], small_is_left,
+                                        n_nodes, n_leaves, left, right, node_start, node_stop, count, sum_grad,
+                                        sum_hess, slot)
             n_nodes += 2
             n_leaves += 1
             if searched:

@@ -155,10 +155,14 @@ def ndcg10_per_query(y, scores, qid):
     return ndcg(y, scores, qid, k=10, gain="exponential", ties="average", empty=1.0, reduce=None)
 
 
-def evaluate(variant, protocol, sets, threads):
-    library, params, early_learning_rate = VARIANTS[variant]
+def evaluate(variant, protocol, sets, threads, bins=None):
+    """Per-query NDCG@10 of ``variant`` (a ``VARIANTS`` value) over the test queries of ``sets``; ``bins`` overrides
+    the benchmark's histogram bin count (``noise.py``)."""
+    library, params, early_learning_rate = variant
     lib = LIBRARIES[library]
     settings = settings_by_protocol(threads)[protocol]
+    if bins is not None:
+        settings = {**settings, "bins": bins}
     early = protocol == "early_stopping"
     if early:
         params = {**params, **lib.early_stopping}
@@ -201,7 +205,8 @@ def main(argv=None):
         scores = {}
         for variant in variants:
             print(f"[{protocol}] {variant} ...", file=sys.stderr, flush=True)
-            scores[variant] = {name: evaluate(variant, protocol, sets, args.threads) for name, sets in data.items()}
+            scores[variant] = {name: evaluate(VARIANTS[variant], protocol, sets, args.threads)
+                               for name, sets in data.items()}
         sections.append((protocol, scores))
     meta["load_after"] = load_average()
     report = render(meta, sections, list(data))

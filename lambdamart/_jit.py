@@ -12,22 +12,55 @@ wrapper. With an empty cache, ``lambdamart demo`` compiled for 19.2 s instead of
 empty cache.
 """
 
+import functools
+import hashlib
 import importlib
 import os
 import pickle
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 from numba import njit, typeof
 from numba.core import config
 from numba.core.registry import CPUDispatcher
 
+# numba's disk cache keeps a kernel's compilation while the kernel's own source file is unchanged, but the machine
+# code also holds every kernel, intrinsic and global constant it called from other files: after an edit there, the
+# cache would serve the old code (wrong results, or a crash when a signature changed). So every kernel's cache is
+# also stamped with a digest of the sources kernels are compiled from: the package's private modules (kernels,
+# lanes, sort, thread helpers), never its public, pure-Python ones (ranker, metrics, cli, ...), whose edits must not
+# cost a recompilation. An installed release never changes its files, so its cache stays valid.
+_PACKAGE = Path(__file__).resolve().parent
+
+
+@functools.cache
+def kernel_sources_digest():
+    """BLAKE2 digest of the source files kernels are compiled from: every private module of the package (``_*.py``
+    at its top and everything in its ``_*`` subpackages)."""
+    digest = hashlib.blake2b(digest_size=16)
+    files = [*_PACKAGE.glob("_*.py"), *(f for d in _PACKAGE.glob("_*/") for f in d.rglob("*.py"))]
+    for path in sorted(files):
+        digest.update(path.relative_to(_PACKAGE).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def _stamp_cache(dispatcher):
+    """Stamp ``dispatcher``'s disk cache with :func:`kernel_sources_digest` as well as its own file's stamp."""
+    try:
+        cache_file = dispatcher._cache._cache_file
+        cache_file._source_stamp = (cache_file._source_stamp, kernel_sources_digest())
+    except (AttributeError, OSError):  # numba's cache internals are not a public API; no sources to read
+        pass
+    return dispatcher
+
 
 def kernel(function=None, **options):
     """``numba.njit(cache=True, **options)`` without the C-callable wrapper; as ``@kernel`` or
     ``@kernel(parallel=True)``."""
-    decorate = njit(cache=True, no_cfunc_wrapper=True, **options)
+    def decorate(py_function):
+        return _stamp_cache(njit(cache=True, no_cfunc_wrapper=True, **options)(py_function))
     return decorate if function is None else decorate(function)
 
 
@@ -54,7 +87,7 @@ def inner_kernel(function=None, **options):
                                       targetoptions=dict(options, nopython=True, no_cpython_wrapper=True,
                                                          no_cfunc_wrapper=True))
         dispatcher.enable_caching()
-        return dispatcher
+        return _stamp_cache(dispatcher)
     return decorate if function is None else decorate(function)
 
 

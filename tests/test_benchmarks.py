@@ -25,7 +25,7 @@ def bench():
     """The benchmark's modules, imported as the script imports them: with benchmarks/ on sys.path."""
     with pytest.MonkeyPatch.context() as patch:
         patch.syspath_prepend(str(BENCHMARKS))
-        modules = ("compare", "data", "libraries", "report", "dask_run", "folds", "factors", "draws")
+        modules = ("compare", "data", "libraries", "report", "dask_run", "folds", "factors", "draws", "noise")
         return SimpleNamespace(**{name: importlib.import_module(name) for name in modules})
 
 
@@ -315,3 +315,19 @@ def test_factor_study_shuffles_within_queries_and_marks_significance(bench):
                             ["data"])
     assert f"| {factors.BASELINE} | 0.5000 |" in report
     assert f"| {other} | **0.5" in report  # a consistent gain on 200 queries is significant
+
+
+def test_noise_study_refits_at_each_bin_count_and_pairs_with_the_peer(bench):
+    from lambdamart.datasets import make_ranking_data
+
+    X, y, qid = make_ranking_data(40, n_features=6, random_state=3)
+    train, test = bench.factors._split_queries((X, y, qid), 30)
+    sets = [bench.factors._sets(train, train, test, test)]
+    spec = ("lambdamart", {"n_estimators": 5}, None)
+    coarse, fine = (bench.factors.evaluate(spec, "fixed", sets, 1, bins=b) for b in (2, 255))
+    assert coarse.shape == fine.shape == (10,) and not np.array_equal(coarse, fine)
+    means = {"fixed": {"default": np.array([0.70, 0.72, 0.71]), bench.noise.PEER: np.array([0.71, 0.71, 0.71])}}
+    meta = dict(date="d", command="c", machine="m", versions={}, revision="r", load_before="0", load_after="0")
+    report = bench.noise.render(meta, means, [253, 254, 255])
+    assert "| default | 0.7100 | 0.0100 | 0.7000 | 0.7200 | 0.7100 | +0.0000 | 2 of 3 |" in report
+    assert f"| {bench.noise.PEER} | 0.7100 | 0.0000 | 0.7100 | 0.7100 | 0.7100 | - | - |" in report

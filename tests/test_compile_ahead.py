@@ -86,3 +86,42 @@ def test_a_first_fit_loads_the_growth_kernels_its_helper_compiled(tmp_path):
             print(sum(grow.stats.cache_hits.values()), sum(grow.stats.cache_misses.values()))
     """, tmp_path)
     assert out.split() == ["1", "0"] * 2
+
+
+def test_an_edit_to_any_kernel_source_invalidates_every_cached_kernel(tmp_path):
+    # numba checks a cached kernel against its own file only; kernels compile in code from other files (here
+    # base.py's apply_sample_weight is stamped by _sort.py too). A copy of the package, edited between fresh runs.
+    import shutil
+
+    import lambdamart
+
+    shutil.copytree(os.path.dirname(lambdamart.__file__), tmp_path / "lambdamart",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    cache = tmp_path / "numba_cache"
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache), PYTHONPATH=str(tmp_path))
+    code = textwrap.dedent("""
+        import os
+        import numpy as np
+        import lambdamart
+        from lambdamart._objectives.base import apply_sample_weight
+
+        assert lambdamart.__file__.startswith(os.environ["PYTHONPATH"])  # the copy
+        w, grad, hess = np.full(4, 2.0), np.ones(4), np.ones(4)
+        apply_sample_weight(w, 0, 4, grad, hess)
+        print(sum(apply_sample_weight.stats.cache_hits.values()), sum(apply_sample_weight.stats.cache_misses.values()))
+    """)
+
+    def hits_and_misses():
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path,
+                              timeout=600)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.split()
+
+    assert hits_and_misses() == ["0", "1"]  # compiled into the empty cache
+    assert hits_and_misses() == ["1", "0"]  # loaded from it
+    with open(tmp_path / "lambdamart" / "_sort.py", "a") as source:  # another file kernels compile from
+        source.write("\n# edited\n")
+    assert hits_and_misses() == ["0", "1"]
+    with open(tmp_path / "lambdamart" / "ranker.py", "a") as source:  # no kernel compiles from it
+        source.write("\n# edited\n")
+    assert hits_and_misses() == ["1", "0"]

@@ -967,7 +967,7 @@ class DaskLambdaMARTRanker(LambdaMARTRanker):
         n_positions = 0 if progress.position_bias is None else progress.position_bias.shape[1]
         thresholds, threshold_offsets = progress.thresholds
         cluster.call("setup", each=[(thresholds, threshold_offsets, int(first_row[s]), n_train, n_positions,
-                                     self._growth_params(unbiased=n_positions > 0), progress.init_trees,
+                                     self._growth_params(n_train, unbiased=n_positions > 0), progress.init_trees,
                                      progress.trees)
                                     for s in range(len(actors))])
         if not progress.fingerprint and (self.warm_start or self.checkpoint_dir is not None):

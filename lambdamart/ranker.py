@@ -80,6 +80,9 @@ _SERIAL_PREDICT_WORK = 200_000
 # Below this many row-leaf visits TreeSHAP runs on the calling thread (each visit costs O(depth²), far more than a
 # predict's row-tree step).
 _SERIAL_CONTRIBUTIONS_WORK = 20_000
+# grow_policy="auto" grows leaf-wise trees from this many training rows on: on generated data symmetric trees ranked
+# ahead of leaf-wise ones up to ~860k rows and 0.002 behind from 1.2M rows on (docs/design.md, Trees).
+_AUTO_LEAFWISE_ROWS = 1_000_000
 
 _NO_QID_WARNING = (
     "score() received no qid, so all rows are scored as one query. To score per query, pass qid; inside "
@@ -177,9 +180,11 @@ class LambdaMARTRanker(BaseEstimator):
         where it leaves a side short of ``min_samples_leaf`` rows stays a leaf, and a level that would pass
         ``max_leaf_nodes`` splits only its nodes of largest gain. ``"leafwise"``: the leaf of largest gain splits
         next, each by its own best split (LightGBM's and XGBoost's ``lossguide`` trees). ``"auto"``: symmetric,
-        except for Unbiased LambdaMART (``fit`` with ``position``), which is leaf-wise. Symmetric trees fit less
-        noise and ranked better on every dataset of the factor study (``benchmarks/GROW_POLICY.md``); on click logs
-        whose logging ranker followed a feature, leaf-wise trees learned the position bias closer to the truth.
+        except from a million training rows on and for Unbiased LambdaMART (``fit`` with ``position``), which are
+        leaf-wise. Symmetric trees fit less noise and ranked better on every dataset of the factor study
+        (``benchmarks/GROW_POLICY.md``) and on generated data up to ~860k rows; from 1.2M rows leaf-wise trees
+        ranked 0.002 better. On click logs whose logging ranker followed a feature, leaf-wise trees learned the
+        position bias closer to the truth.
     min_samples_leaf : int, default=20
         Minimum number of rows in a leaf (rows of zero weight count, as in LightGBM).
     min_sum_hessian : float, default=1e-3
@@ -612,20 +617,20 @@ class LambdaMARTRanker(BaseEstimator):
             sample = None  # every row, in query order: the thresholds do not depend on the order, so no gather
         return find_thresholds(X, self.max_bins, sample, split_over_threads)
 
-    def _growth_params(self, n_rows=None, unbiased=False):
-        """The tree-growth parameters, as the numba grower takes them (``unbiased``: the fit learns position biases).
+    def _growth_params(self, n_rows, unbiased=False):
+        """The tree-growth parameters for ``n_rows`` training rows, as the numba grower takes them.
 
-        With ``n_rows``, ``max_leaf_nodes`` is capped at the leaves ``n_rows`` rows can fill with
-        ``min_samples_leaf`` each: no tree grows more, and the local grower allocates a histogram per leaf up front
-        (``max_leaf_nodes=10**9`` asked for terabytes).
+        ``unbiased``: the fit learns position biases. ``max_leaf_nodes`` is capped at the leaves ``n_rows`` rows can
+        fill with ``min_samples_leaf`` each: no tree grows more, and the local grower allocates a histogram per leaf
+        up front (``max_leaf_nodes=10**9`` asked for terabytes).
         """
         max_leaf_nodes = self.max_leaf_nodes
-        symmetric = self.grow_policy == "symmetric" or (self.grow_policy == "auto" and not unbiased)
+        symmetric = self.grow_policy == "symmetric" or (
+            self.grow_policy == "auto" and not unbiased and n_rows < _AUTO_LEAFWISE_ROWS)
         max_depth = -1 if self.max_depth is None else self.max_depth
         if symmetric:  # the depth the leaves allow, before they are capped by the rows below
             max_depth = symmetric_depth(max_leaf_nodes, max_depth)
-        if n_rows is not None:
-            max_leaf_nodes = min(max_leaf_nodes, max(2, n_rows // self.min_samples_leaf))
+        max_leaf_nodes = min(max_leaf_nodes, max(2, n_rows // self.min_samples_leaf))
         return GrowthParams(max_leaf_nodes=max_leaf_nodes, max_depth=max_depth, symmetric=symmetric,
                             min_samples_leaf=self.min_samples_leaf, min_sum_hessian=float(self.min_sum_hessian),
                             l2_regularization=float(self.l2_regularization), learning_rate=float(self.learning_rate))

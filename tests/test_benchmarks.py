@@ -25,7 +25,8 @@ def bench():
     """The benchmark's modules, imported as the script imports them: with benchmarks/ on sys.path."""
     with pytest.MonkeyPatch.context() as patch:
         patch.syspath_prepend(str(BENCHMARKS))
-        modules = ("compare", "data", "libraries", "report", "dask_run", "folds", "factors", "draws", "noise")
+        modules = ("compare", "data", "libraries", "report", "dask_run", "folds", "factors", "draws", "noise",
+                   "grow_size")
         return SimpleNamespace(**{name: importlib.import_module(name) for name in modules})
 
 
@@ -331,3 +332,13 @@ def test_noise_study_refits_at_each_bin_count_and_pairs_with_the_peer(bench):
     report = bench.noise.render(meta, means, [253, 254, 255])
     assert "| default | 0.7100 | 0.0100 | 0.7000 | 0.7200 | 0.7100 | +0.0000 | 2 of 3 |" in report
     assert f"| {bench.noise.PEER} | 0.7100 | 0.0000 | 0.7100 | 0.7100 | 0.7100 | - | - |" in report
+
+
+def test_grow_size_report_pairs_the_two_tree_kinds_per_fit_and_per_size(bench):
+    rng = np.random.default_rng(0)
+    base = rng.uniform(0.4, 0.8, 300)
+    runs = [(6000, seed, 570_000, {"symmetric": base + 0.01, "leafwise": base}) for seed in (0, 1)]
+    meta = dict(date="d", command="c", machine="m", versions={}, revision="r", load_before="0", load_after="0")
+    report = bench.grow_size.render(meta, runs)
+    assert report.count("| 6,000 | ") == 3  # two fits and the size's summary
+    assert "| 6,000 | 2 | +0.0100 ± 0.0000 |" in report

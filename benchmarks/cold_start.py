@@ -23,7 +23,6 @@ Times are wall seconds on this machine; the report records the load average, whi
 """
 
 import argparse
-import datetime
 import json
 import os
 import subprocess
@@ -32,7 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from context import display_path, git_revision, load_average, machine_info, versions
+from context import display_path, load_average, run_header
 from report import _header
 
 HERE = Path(__file__).resolve().parent
@@ -136,8 +135,7 @@ def main(argv=None):
     command = "python benchmarks/cold_start.py" + (" --skip-demo" if args.skip_demo else "")
     if args.output != HERE / "COLD_START.md":
         command += f" --output {display_path(args.output)}"
-    meta = dict(date=datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"), command=command,
-                machine=machine_info(), versions=versions(), revision=git_revision(), load_before=load_average())
+    meta = run_header(command)
     # Each case with and without the helper one right after the other: the machine's speed drifts over minutes.
     tiny = {helper: tiny_fit(helper) for helper in (True, False)}
     demo_times = None if args.skip_demo else {helper: demo(helper) for helper in (True, False)}

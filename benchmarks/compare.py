@@ -31,7 +31,6 @@ top-level modules, with this script's directory on sys.path):
 """
 
 import argparse
-import datetime
 import importlib.util
 import os
 import shlex
@@ -40,7 +39,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from context import display_path, git_revision, load_average, machine_info, versions
+from context import display_path, load_average, run_header
 from data import DEFAULT_QUERIES, data_shape, datasets_from_args, ndcg_on_test
 from draws import quality_over_draws
 from folds import run_letor_folds
@@ -272,9 +271,7 @@ def main(argv=None):
         raise SystemExit("compare.py: lambdamart itself is not importable; run `pip install -e .` first.")
     if args.threads > (os.cpu_count() or 1):
         _progress(f"warning: --threads {args.threads} exceeds the {os.cpu_count()} cores; timings oversubscribe.")
-    meta = dict(date=datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
-                command=command_line(argv), machine=machine_info(), versions=versions(), revision=git_revision(),
-                settings=settings_from_args(args), load_before=load_average())
+    meta = run_header(command_line(argv), settings=settings_from_args(args))
     if args.letor_folds:
         return letor_folds_main(args, libraries, meta)
     sections = []

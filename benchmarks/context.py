@@ -4,6 +4,7 @@ Reports are committed, so nothing here prints a machine's absolute path: ``displ
 the repository root.
 """
 
+import datetime
 import importlib.metadata
 import os
 import platform
@@ -40,6 +41,14 @@ def machine_info():
     if hasattr(os, "sysconf") and "SC_PHYS_PAGES" in os.sysconf_names:
         memory = f", {os.sysconf('SC_PHYS_PAGES') * os.sysconf('SC_PAGE_SIZE') / 2**30:.0f} GB RAM"
     return f"{model}, {os.cpu_count()} logical cores ({usable} usable){memory}, {platform.platform()}"
+
+
+def run_header(command, **more):
+    """What a report's header records when its run starts: date, ``command``, machine, versions, checkout and load
+    (``load_after`` is added when the run ends), plus ``more``."""
+    return dict(date=datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"), command=command,
+                machine=machine_info(), versions=versions(), revision=git_revision(), **more,
+                load_before=load_average())
 
 
 def load_average():

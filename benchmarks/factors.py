@@ -24,13 +24,12 @@ weights) halves the early-stopping learning rate too.
 """
 
 import argparse
-import datetime
 import sys
 import warnings
 from pathlib import Path
 
 import numpy as np
-from context import display_path, git_revision, load_average, machine_info, versions
+from context import display_path, load_average, run_header
 from data import SHARED_EXAMPLE, letor_folds
 from folds import SIGNIFICANCE, compare_with_baseline, settings_by_protocol
 from libraries import LIBRARIES, installed
@@ -195,8 +194,7 @@ def main(argv=None):
                                                 if args.output != HERE / "FACTORS.md" else "")
     if args.rows:
         command += " --rows " + " ".join(map(str, args.rows))
-    meta = dict(date=datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"), command=command,
-                machine=machine_info(), versions=versions(), revision=git_revision(), load_before=load_average())
+    meta = run_header(command)
     data = datasets()
     if not data:
         raise SystemExit("factors.py: no dataset (is ../shared/data there, and lambdamart installed?)")

@@ -12,12 +12,11 @@ per size the difference over all seeds with its standard error. Smaller data are
 """
 
 import argparse
-import datetime
 import sys
 from pathlib import Path
 
 import numpy as np
-from context import display_path, git_revision, load_average, machine_info, versions
+from context import display_path, load_average, run_header
 from factors import ndcg10_per_query
 from folds import compare_with_baseline
 from libraries import LIBRARIES, benchmark_settings
@@ -37,8 +36,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     command = "python benchmarks/grow_size.py" + (f" --output {display_path(args.output)}"
                                                   if args.output != HERE / "GROW_SIZE.md" else "")
-    meta = dict(date=datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"), command=command,
-                machine=machine_info(), versions=versions(), revision=git_revision(), load_before=load_average())
+    meta = run_header(command)
     lib, settings = LIBRARIES["lambdamart"], benchmark_settings(rounds=100, threads=args.threads)
     runs = []  # (queries, seed, training rows, {policy: per-query NDCG@10})
     for n_queries, seeds in SIZES:

@@ -14,12 +14,11 @@ Quality only: no timing here means anything.
 """
 
 import argparse
-import datetime
 import sys
 from pathlib import Path
 
 import numpy as np
-from context import display_path, git_revision, load_average, machine_info, versions
+from context import display_path, load_average, run_header
 from data import letor_folds
 from factors import MQ2008, VARIANTS, _sets, evaluate
 from libraries import LIBRARIES, installed
@@ -51,8 +50,7 @@ def main(argv=None):
                                               if args.output != HERE / "NOISE.md" else "")
     if list(args.bins) != list(BINS):
         command += " --bins " + " ".join(map(str, args.bins))
-    meta = dict(date=datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"), command=command,
-                machine=machine_info(), versions=versions(), revision=git_revision(), load_before=load_average())
+    meta = run_header(command)
     sets = [_sets(f["train"], f["train"], f["valid"], f["test"]) for f in letor_folds(MQ2008)]
     # protocol -> system -> mean NDCG@10 over the test queries, one per bin count
     means = {}

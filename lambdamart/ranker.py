@@ -80,9 +80,6 @@ _SERIAL_PREDICT_WORK = 200_000
 # Below this many row-leaf visits TreeSHAP runs on the calling thread (each visit costs O(depth²), far more than a
 # predict's row-tree step).
 _SERIAL_CONTRIBUTIONS_WORK = 20_000
-# grow_policy="auto" grows leaf-wise trees from this many training rows on: on generated data symmetric trees ranked
-# ahead of leaf-wise ones up to ~860k rows and 0.002 behind from 1.2M rows on (docs/design.md, Trees).
-_AUTO_LEAFWISE_ROWS = 1_000_000
 
 _NO_QID_WARNING = (
     "score() received no qid, so all rows are scored as one query. To score per query, pass qid; inside "
@@ -180,11 +177,11 @@ class LambdaMARTRanker(BaseEstimator):
         where it leaves a side short of ``min_samples_leaf`` rows stays a leaf, and a level that would pass
         ``max_leaf_nodes`` splits only its nodes of largest gain. ``"leafwise"``: the leaf of largest gain splits
         next, each by its own best split (LightGBM's and XGBoost's ``lossguide`` trees). ``"auto"``: symmetric,
-        except from a million training rows on and for Unbiased LambdaMART (``fit`` with ``position``), which are
-        leaf-wise. Symmetric trees fit less noise and ranked better on every dataset of the factor study
-        (``benchmarks/GROW_POLICY.md``) and on generated data up to ~860k rows; from 1.2M rows leaf-wise trees
-        ranked 0.002 better. On click logs whose logging ranker followed a feature, leaf-wise trees learned the
-        position bias closer to the truth.
+        except for Unbiased LambdaMART (``fit`` with ``position``), which is leaf-wise. Symmetric trees fit less
+        noise and ranked better on every dataset of the factor study (``benchmarks/GROW_POLICY.md``) and, with
+        early stopping, on generated data of 570k and 1.2M rows (``benchmarks/GROW_SIZE.md``); at 100 rounds
+        leaf-wise trees, which learn more per tree, ranked 0.002 better from 1.2M rows. On click logs whose logging
+        ranker followed a feature, leaf-wise trees learned the position bias closer to the truth.
     min_samples_leaf : int, default=20
         Minimum number of rows in a leaf (rows of zero weight count, as in LightGBM).
     min_sum_hessian : float, default=1e-3
@@ -625,8 +622,7 @@ class LambdaMARTRanker(BaseEstimator):
         up front (``max_leaf_nodes=10**9`` asked for terabytes).
         """
         max_leaf_nodes = self.max_leaf_nodes
-        symmetric = self.grow_policy == "symmetric" or (
-            self.grow_policy == "auto" and not unbiased and n_rows < _AUTO_LEAFWISE_ROWS)
+        symmetric = self.grow_policy == "symmetric" or (self.grow_policy == "auto" and not unbiased)
         max_depth = -1 if self.max_depth is None else self.max_depth
         if symmetric:  # the depth the leaves allow, before they are capped by the rows below
             max_depth = symmetric_depth(max_leaf_nodes, max_depth)

@@ -337,8 +337,11 @@ def test_noise_study_refits_at_each_bin_count_and_pairs_with_the_peer(bench):
 def test_grow_size_report_pairs_the_two_tree_kinds_per_fit_and_per_size(bench):
     rng = np.random.default_rng(0)
     base = rng.uniform(0.4, 0.8, 300)
-    runs = [(6000, seed, 570_000, {"symmetric": base + 0.01, "leafwise": base}) for seed in (0, 1)]
+    runs = {"fixed": [(6000, seed, 570_000, {"symmetric": base + 0.01, "leafwise": base}) for seed in (0, 1)],
+            "early_stopping": [(6000, 0, 460_000, {"symmetric": base, "leafwise": base + 0.02})]}
     meta = dict(date="d", command="c", machine="m", versions={}, revision="r", load_before="0", load_after="0")
     report = bench.grow_size.render(meta, runs)
-    assert report.count("| 6,000 | ") == 3  # two fits and the size's summary
-    assert "| 6,000 | 2 | +0.0100 ± 0.0000 |" in report
+    fixed, early = report.split("## Early stopping")
+    assert fixed.count("| 6,000 | ") == 3  # two fits and the size's summary
+    assert "| 6,000 | 2 | +0.0100 ± 0.0000 |" in fixed
+    assert "| 6,000 | 1 | -0.0200 ± 0.0000 |" in early

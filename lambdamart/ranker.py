@@ -179,9 +179,9 @@ class LambdaMARTRanker(BaseEstimator):
         next, each by its own best split (LightGBM's and XGBoost's ``lossguide`` trees). ``"auto"``: symmetric,
         except for Unbiased LambdaMART (``fit`` with ``position``), which is leaf-wise. Symmetric trees fit less
         noise and ranked better on every dataset of the factor study (``benchmarks/GROW_POLICY.md``) and, with
-        early stopping, on generated data of 570k and 1.2M rows (``benchmarks/GROW_SIZE.md``); at 100 rounds
-        leaf-wise trees, which learn more per tree, ranked 0.002 better from 1.2M rows. On click logs whose logging
-        ranker followed a feature, leaf-wise trees learned the position bias closer to the truth.
+        early stopping, on generated data of up to 970k training rows (``benchmarks/GROW_SIZE_EARLY_STOPPING.md``);
+        at 100 rounds leaf-wise trees, which learn more per tree, ranked 0.002 better from 1.2M rows. On click logs
+        whose logging ranker followed a feature, leaf-wise trees learned the position bias closer to the truth.
     min_samples_leaf : int, default=20
         Minimum number of rows in a leaf (rows of zero weight count, as in LightGBM).
     min_sum_hessian : float, default=1e-3

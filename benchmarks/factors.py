@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 from context import display_path, load_average, run_header
 from data import SHARED_EXAMPLE, letor_folds
-from folds import SIGNIFICANCE, compare_with_baseline, settings_by_protocol
+from folds import PROTOCOL_TITLES, SIGNIFICANCE, compare_with_baseline, settings_by_protocol
 from libraries import LIBRARIES, installed
 from report import _header, _md_table
 
@@ -232,9 +232,7 @@ def render(meta, sections, names):
                 cell = f"{mean:.4f} ({cmp.mean_difference:+.4f})"
                 cells.append(f"**{cell}**" if max(cmp.t_test_p, cmp.wilcoxon_p) < SIGNIFICANCE else cell)
             rows.append([variant, *cells])
-        title = "Fixed: 100 rounds, learning rate 0.1" if protocol == "fixed" else \
-            "Early stopping: learning rate 0.05, patience 50 on validation queries"
-        parts += ["", f"## {title}", "", _md_table(["variant", *names], rows)]
+        parts += ["", f"## {PROTOCOL_TITLES[protocol]}", "", _md_table(["variant", *names], rows)]
     return "\n".join(parts) + "\n"
 
 

@@ -21,9 +21,19 @@ from dataclasses import dataclass
 
 import numpy as np
 from data import letor_folds
-from libraries import EARLY_STOPPING_LEARNING_RATE, EARLY_STOPPING_ROUNDS, LIBRARIES, benchmark_settings
+from libraries import (
+    EARLY_STOPPING_LEARNING_RATE,
+    EARLY_STOPPING_PATIENCE,
+    EARLY_STOPPING_ROUNDS,
+    LIBRARIES,
+    benchmark_settings,
+)
 
 PROTOCOLS = ("fixed", "early_stopping")
+# The section titles of the studies that run both protocols (factors.py, noise.py, grow_size.py).
+PROTOCOL_TITLES = {"fixed": "Fixed: 100 rounds, learning rate 0.1",
+                   "early_stopping": f"Early stopping: learning rate {EARLY_STOPPING_LEARNING_RATE}, patience "
+                                     f"{EARLY_STOPPING_PATIENCE} on validation queries"}
 CUTOFFS = (1, 5, 10)
 CONVENTIONS = ("lightgbm", "letor")
 BASELINE = "lambdamart"  # the default LambdaMARTRanker (objective "lambdarank"), against which all are tested

@@ -21,14 +21,13 @@ from pathlib import Path
 import numpy as np
 from context import display_path, load_average, run_header
 from factors import ndcg10_per_query
-from folds import compare_with_baseline, settings_by_protocol
+from folds import PROTOCOL_TITLES, PROTOCOLS, compare_with_baseline, settings_by_protocol
 from libraries import LIBRARIES
 from report import _header, _md_table
 
 HERE = Path(__file__).resolve().parent
 SIZES = ((6000, (0, 1, 2)), (9000, (0, 1)), (12500, (0, 1, 2)), (31500, (0, 1)))  # queries, data seeds
 POLICIES = ("symmetric", "leafwise")
-PROTOCOLS = ("fixed", "early_stopping")
 
 
 def main(argv=None):
@@ -42,12 +41,15 @@ def main(argv=None):
     parser.add_argument("--output", type=Path, default=HERE / "GROW_SIZE.md")
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args(argv)
-    command = "python benchmarks/grow_size.py" + "".join(
-        f" {flag} {value}" for flag, value, default in (
-            ("--protocols", " ".join(args.protocols), " ".join(PROTOCOLS)),
-            ("--queries", " ".join(map(str, args.queries or [])), ""),
-            ("--seeds", str(args.seeds), "3"),
-            ("--output", display_path(args.output), display_path(HERE / "GROW_SIZE.md"))) if value != default)
+    command = "python benchmarks/grow_size.py"
+    if tuple(args.protocols) != PROTOCOLS:
+        command += " --protocols " + " ".join(args.protocols)
+    if args.queries:
+        command += " --queries " + " ".join(map(str, args.queries))
+    if args.seeds != 3:
+        command += f" --seeds {args.seeds}"
+    if args.output != HERE / "GROW_SIZE.md":
+        command += f" --output {display_path(args.output)}"
     meta = run_header(command)
     lib, settings = LIBRARIES["lambdamart"], settings_by_protocol(args.threads)
     runs = {}  # protocol -> [(queries, seed, training rows, {policy: per-query NDCG@10})]
@@ -96,9 +98,7 @@ def render(meta, runs):
             d = np.concatenate(differences)
             error = d.std(ddof=1) / np.sqrt(d.size)
             summary.append([f"{n_queries:,}", str(len(differences)), f"{d.mean():+.4f} ± {error:.4f}"])
-        title = "Fixed: 100 rounds, learning rate 0.1" if protocol == "fixed" else \
-            "Early stopping: learning rate 0.05, patience 50 on validation queries"
-        parts += ["", f"## {title}", "",
+        parts += ["", f"## {PROTOCOL_TITLES[protocol]}", "",
                   _md_table(["queries", "seed", "training rows", "symmetric", "leaf-wise", "symmetric − leaf-wise",
                              "paired t-test p"], rows), "",
                   _md_table(["queries", "seeds", "symmetric − leaf-wise over the seeds (± standard error)"], summary)]

@@ -21,6 +21,7 @@ import numpy as np
 from context import display_path, load_average, run_header
 from data import letor_folds
 from factors import MQ2008, VARIANTS, _sets, evaluate
+from folds import PROTOCOL_TITLES, PROTOCOLS
 from libraries import LIBRARIES, installed
 from report import _header, _md_table
 
@@ -54,7 +55,7 @@ def main(argv=None):
     sets = [_sets(f["train"], f["train"], f["valid"], f["test"]) for f in letor_folds(MQ2008)]
     # protocol -> system -> mean NDCG@10 over the test queries, one per bin count
     means = {}
-    for protocol in ("fixed", "early_stopping"):
+    for protocol in PROTOCOLS:
         for name, spec in systems.items():
             print(f"[{protocol}] {name} ...", file=sys.stderr, flush=True)
             means.setdefault(protocol, {})[name] = np.array(
@@ -82,10 +83,9 @@ def render(meta, means, bins):
             else:
                 row += [f"{(values - peer).mean():+.4f}", f"{int((values >= peer).sum())} of {len(bins)}"]
             rows.append(row)
-        title = "Fixed: 100 rounds, learning rate 0.1" if protocol == "fixed" else \
-            "Early stopping: learning rate 0.05, patience 50 on validation queries"
-        parts += ["", f"## {title}", "", _md_table(["system", "mean", "SD", "min", "max", "at 255 bins",
-                                                    "vs XGBoost: mean difference", "at least XGBoost's"], rows)]
+        header = ["system", "mean", "SD", "min", "max", "at 255 bins", "vs XGBoost: mean difference",
+                  "at least XGBoost's"]
+        parts += ["", f"## {PROTOCOL_TITLES[protocol]}", "", _md_table(header, rows)]
     return "\n".join(parts) + "\n"
 
 

@@ -14,7 +14,7 @@ from lambdamart import LambdaMARTRanker
 from lambdamart._engine.binning import bin_features, find_thresholds
 from lambdamart._engine.grower import GrowthParams, make_workspace
 from lambdamart._engine.histogram import make_layout
-from lambdamart._engine.symmetric import grow_symmetric_tree, symmetric_depth
+from lambdamart._engine.symmetric import grow_symmetric_tree, nodes_to_split, symmetric_depth
 from lambdamart.datasets import make_ranking_data
 
 
@@ -119,6 +119,17 @@ def test_a_level_that_would_pass_max_leaf_nodes_splits_its_nodes_of_largest_gain
     assert min(gains.values()) > 0
     assert sorted(split) == sorted(sorted(gains, key=gains.get)[-2:])
     np.testing.assert_allclose([tree.gain[n] for n in split], [gains[n] for n in split], rtol=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_nodes_to_split_keeps_the_budget_of_largest_gain_ties_to_the_first_node(seed):
+    rng = np.random.default_rng(seed)
+    gain = rng.choice([-1.0, 0.0, 0.5, 1.0, 2.0], size=rng.integers(1, 17))  # ties and non-gains
+    budget = int(rng.integers(1, gain.shape[0] + 1))
+    positive = np.flatnonzero(gain > 0)
+    expected = np.zeros(gain.shape[0], dtype=bool)
+    expected[positive[np.argsort(-gain[positive], kind="stable")][:budget]] = True
+    np.testing.assert_array_equal(nodes_to_split(gain, budget), expected)
 
 
 def test_the_split_of_each_level_is_the_brute_force_best():

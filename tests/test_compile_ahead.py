@@ -88,6 +88,27 @@ def test_a_first_fit_loads_the_growth_kernels_its_helper_compiled(tmp_path):
     assert out.split() == ["1", "0"] * 2
 
 
+def test_a_fit_compiles_no_string_formatting_into_its_kernels(tmp_path):
+    # An array expression such as `a[:, :3] -= b[:, :3]` in a kernel compiles numba's broadcasting with its error
+    # messages, whose string formatting took ~3.5 s of a first fit (docs/design.md, Compilation): loops instead.
+    out = _run_fresh("""
+        import os
+        os.environ["LAMBDAMART_COMPILE_AHEAD"] = "0"  # every compilation in this process, where it is recorded
+        from numba.core import event
+        from lambdamart import LambdaMARTRanker
+        from lambdamart.datasets import make_ranking_data
+
+        X, y, qid = make_ranking_data(5, random_state=0)
+        with event.install_recorder("numba:compile") as recorder:
+            for policy in ("symmetric", "leafwise"):
+                LambdaMARTRanker(n_estimators=2, grow_policy=policy).fit(X, y, qid).predict(X)
+        compiled = {item.data["dispatcher"].py_func.__module__ for _, item in recorder.buffer
+                    if item.data.get("dispatcher") is not None}
+        print(sorted(m for m in compiled if "unicode" in m) or "none", "lambdamart._engine.grower" in compiled)
+    """, tmp_path)
+    assert out.split() == ["none", "True"]
+
+
 def test_an_edit_to_any_kernel_source_invalidates_every_cached_kernel(tmp_path):
     # numba checks a cached kernel against its own file only; kernels compile in code from other files (here
     # base.py's apply_sample_weight is stamped by _sort.py too). A copy of the package, edited between fresh runs.

@@ -73,8 +73,9 @@ def nodes_to_split(gain, budget):
     node) when more would pass ``max_leaf_nodes``."""
     chosen = gain > 0.0
     if np.count_nonzero(chosen) > budget:
-        # A level has at most max_leaf_nodes / 2 nodes: picking the largest `budget` times is cheap, and a sort
-        # would compile numba's mergesort into the grower (about 1.5 s of a first fit's compilation).
+        # A level has at most max_leaf_nodes / 2 nodes: picking the largest `budget` times is cheap. numba's
+        # mergesort cost about 1.5 s of a first fit's compilation, and the package's sort (_sort) belongs to the
+        # objectives' kernels, which the growth kernels must not share (_jit.compile_ahead compiles them apart).
         chosen[:] = False
         for _ in range(budget):
             best = -1

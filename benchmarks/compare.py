@@ -1,8 +1,8 @@
-"""Side-by-side benchmark of LambdaMARTRanker, LightGBM's lambdarank and XGBoost's rank:ndcg.
+"""Side-by-side benchmark of LambdaMARTRanker, LightGBM's lambdarank, XGBoost's rank:ndcg and CatBoost's YetiRank.
 
     python benchmarks/compare.py [--data LETOR_DIR | --synthetic N_QUERIES] [--rounds 100] [--threads 2]
                                  [--repeat 1] [--profile] [--objectives] [--dask N_WORKERS]
-                                 [--output benchmarks/RESULTS.md] [--libraries lambdamart,lightgbm,xgboost]
+                                 [--output benchmarks/RESULTS.md] [--libraries lambdamart,lightgbm,xgboost,catboost]
     python benchmarks/compare.py --letor-folds LETOR4_DIR [--threads 2] [--output benchmarks/LETOR.md]
 
 The second form measures ranking quality only: the five standard folds of a LETOR 4.0 dataset under two protocols
@@ -12,7 +12,7 @@ Every library trains on the same rows with the same settings, each in a fresh su
 in a hidden worker mode) that reads the data from one temporary .npz file. A process per library keeps their
 thread pools, allocators and import costs apart, makes peak RSS a per-library figure, and makes "first fit in a
 fresh process" mean what it says. The parent computes every NDCG with ``lambdamart.metrics.ndcg`` from the scores
-the workers save, so one metric implementation judges all three.
+the workers save, so one metric implementation judges them all.
 
 Speed is only meaningful as a ratio measured in one run (docs/design.md, "Benchmarks and measurement"): the tables
 give ratios to LightGBM beside the raw times. Nothing here asserts a timing.
@@ -22,7 +22,7 @@ top-level modules, with this script's directory on sys.path):
 
 - ``libraries.py``: the benchmark settings and each library's adapter (build, fit, serve);
 - ``worker.py``: starting a worker process and what each worker mode (warm-up, fit, serve, profile, dask) measures;
-- ``dask_run.py``: ``--dask N``, the three Dask rankers on one LocalCluster (the client is a worker process);
+- ``dask_run.py``: ``--dask N``, the Dask rankers on one LocalCluster (the client is a worker process);
 - ``data.py``: the datasets, their split by query, the five folds of a LETOR 4.0 layout, and the NDCG of test scores;
 - ``draws.py``: with ``--sizes``, NDCG@10 over several draws of the data at every size but 3M (quality only);
 - ``folds.py``: ``--letor-folds``, the five-fold quality protocol, its metrics and paired tests;
@@ -43,7 +43,7 @@ from context import display_path, load_average, run_header
 from data import DEFAULT_QUERIES, data_shape, datasets_from_args, ndcg_on_test
 from draws import quality_over_draws
 from folds import run_letor_folds
-from libraries import LIBRARIES, benchmark_settings, installed
+from libraries import DASK_LIBRARIES, LIBRARIES, benchmark_settings, installed
 from report import render_folds_report, render_report
 from worker import WorkerError, run_job, run_worker
 
@@ -149,6 +149,7 @@ def run_dask_cluster(attempt, libraries, args, workdir, name, arrays):
     if importlib.util.find_spec("distributed") is None:
         _progress("--dask: dask.distributed is not installed; skipped.")
         return {"skipped": "dask.distributed is not installed (`pip install \"dask[distributed]\"`)."}
+    libraries = [lib for lib in libraries if lib in DASK_LIBRARIES]  # CatBoost has no Dask ranker
     scores = {lib: str(workdir / f"{name}-dask-{lib}-scores.npy") for lib in libraries}
     result = attempt(f"--dask {args.dask}: {', '.join(libraries)} on a LocalCluster of {args.dask} workers",
                      {"mode": "dask", "library": "dask", "workers": args.dask, "libraries": libraries,
@@ -173,7 +174,8 @@ def _progress(message):
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(
-        description="Benchmark LambdaMARTRanker against LightGBM and XGBoost (fit, predict, memory, NDCG, serving).")
+        description="Benchmark LambdaMARTRanker against LightGBM, XGBoost and CatBoost "
+                    "(fit, predict, memory, NDCG, serving).")
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--data", metavar="LETOR_DIR",
                         help="directory with rank.train/rank.test (+ .query files) or train.txt/test.txt (MSLR fold)")
@@ -182,7 +184,7 @@ def parse_args(argv):
                              "(and no second dataset)")
     source.add_argument("--sizes", action="store_true",
                         help="the size sweep: make_ranking_data at ~3k, 16k, 135k and 570k training rows, with a "
-                             "summary of fit time, peak memory and NDCG@10 against LightGBM and XGBoost per size, "
+                             "summary of fit time, peak memory and NDCG@10 against the other libraries per size, "
                              "and NDCG@10 over several draws of the data at every size but 3M")
     source.add_argument("--letor-folds", metavar="LETOR4_DIR",
                         help="ranking quality only: the five folds of a LETOR 4.0 directory (Fold1..Fold5 or the "

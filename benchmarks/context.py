@@ -57,7 +57,8 @@ def load_average():
 
 def versions():
     found = {"python": platform.python_version()}
-    for dist in ("lambdamart", "numpy", "numba", "scikit-learn", "lightgbm", "xgboost", "dask", "distributed"):
+    for dist in ("lambdamart", "numpy", "numba", "scikit-learn", "lightgbm", "xgboost", "catboost", "dask",
+                 "distributed"):
         try:
             found[dist] = importlib.metadata.version(dist)
         except importlib.metadata.PackageNotFoundError:

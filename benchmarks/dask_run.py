@@ -1,4 +1,4 @@
-"""``--dask N``: the three Dask rankers on one LocalCluster, and what is measured there.
+"""``--dask N``: the Dask rankers on one LocalCluster, and what is measured there.
 
 One worker process (``compare.py --worker JOB``, mode ``dask``) is the cluster's client. It starts a
 ``distributed.LocalCluster`` of N single-threaded worker processes, puts every library's inputs on the workers

@@ -2,10 +2,10 @@
 
     python benchmarks/factors.py [--output benchmarks/FACTORS.md] [--threads 2]
 
-Each variant of ``LambdaMARTRanker`` (one factor taken in or out of the defaults), and LightGBM and XGBoost, trains
-on every dataset under both protocols of ``--letor-folds`` (fixed 100 rounds at learning rate 0.1; learning rate
-0.05 with early stopping on validation queries, patience 50) and is scored by NDCG@10 in LightGBM's convention on
-held-out queries:
+Each variant of ``LambdaMARTRanker`` (one factor taken in or out of the defaults), and LightGBM, XGBoost and
+CatBoost, trains on every dataset under both protocols of ``--letor-folds`` (fixed 100 rounds at learning rate
+0.1; learning rate 0.05 with early stopping on validation queries, patience 50) and is scored by NDCG@10 in
+LightGBM's convention on held-out queries:
 
 - MQ2008's five folds as ``../shared`` holds them, and again with the rows of every training query shuffled (two
   shuffles): with ``ties="input"`` (LightGBM's and XGBoost's way) tied scores, all of them in the first round, rank
@@ -71,6 +71,7 @@ VARIANTS = {
     "XGBoost rank:ndcg (benchmark settings)": ("xgboost", {}, None),
     "XGBoost rank:ndcg, reg_lambda=1, min_child_weight=1 (its defaults)": (
         "xgboost", {"reg_lambda": 1.0, "min_child_weight": 1.0}, None),
+    "CatBoost YetiRank": ("catboost", {}, None),
     # Steps between the half step and the default's: whether a smaller step gains on MQ2008 at 100 rounds without
     # losing on the generated data (benchmarks/STEP_SIZE.md).
     "0.85 of the Newton step": ("lambdamart", {"learning_rate": 0.085}, 0.0425),

@@ -1,4 +1,4 @@
-"""The three rankers under test: the shared benchmark settings, and how each library builds, trains and serves.
+"""The rankers under test: the shared benchmark settings, and how each library builds, trains and serves.
 
 Everything library-specific lives here; the workers, the orchestration and the report only go through
 ``LIBRARIES``.
@@ -53,6 +53,16 @@ def _xgboost_params(s):
                 n_jobs=s["threads"], random_state=s["seed"])
 
 
+def _catboost_params(s):
+    # CatBoost grows symmetric trees to a depth, not to a leaf count: the fewest levels that hold ``leaves`` leaves
+    # (5 for 31, the depth our symmetric trees take). Its minimum rows per leaf applies only to its other growth
+    # policies, and YetiRank (CatBoostRanker's default loss, CatBoost's best ranking loss) has no truncation level,
+    # so neither setting has a counterpart. Its L2 penalty for YetiRank defaults to 0 already, as the others'.
+    return dict(loss_function="YetiRank", iterations=s["rounds"], learning_rate=s["learning_rate"],
+                depth=max(1, int(s["leaves"] - 1).bit_length()), border_count=s["bins"],
+                thread_count=s["threads"], random_seed=s["seed"], verbose=False, allow_writing_files=False)
+
+
 def _group_sizes(qid):
     """Sizes of the runs of equal, consecutive query ids."""
     starts = np.flatnonzero(np.r_[True, qid[1:] != qid[:-1]])
@@ -75,6 +85,16 @@ def _fit_xgboost(model, X, y, qid, valid=None):
         model.fit(X, y, qid=qid, eval_set=[valid[:2]], eval_qid=[valid[2]], verbose=False)
 
 
+def _fit_catboost(model, X, y, qid, valid=None):
+    # ``group_id``: a query id per row, rows of a query consecutive (as the benchmark's are).
+    if valid is None:
+        model.fit(X, y, group_id=qid)
+    else:
+        from catboost import Pool
+
+        model.fit(X, y, group_id=qid, eval_set=Pool(valid[0], valid[1], group_id=valid[2]))
+
+
 def _fit_lightgbm(model, X, y, qid, valid=None):
     # LightGBM wants the sizes of consecutive queries; its early stopping is a callback given to fit.
     if valid is None:
@@ -89,7 +109,8 @@ def _fit_lightgbm(model, X, y, qid, valid=None):
 
 def trees_used(model):
     """Trees the fitted model predicts with (after early stopping, the best iteration's)."""
-    for attribute in ("n_estimators_", "best_iteration_"):  # ours; LightGBM (0 when it did not stop early)
+    # Ours; CatBoost (the best round's count after early stopping); LightGBM (0 when it did not stop early).
+    for attribute in ("n_estimators_", "tree_count_", "best_iteration_"):
         if getattr(model, attribute, 0):
             return int(getattr(model, attribute))
     best = getattr(model, "best_iteration", None)  # XGBoost, 0-based, only after early stopping
@@ -111,6 +132,10 @@ def _serve_xgboost(model):
     booster = model.get_booster()
     booster.set_param({"nthread": 1})
     return booster.inplace_predict
+
+
+def _serve_catboost(model):
+    return lambda X: model.predict(X, thread_count=1)
 
 
 @dataclass(frozen=True)
@@ -141,6 +166,11 @@ LIBRARIES = {
                        "get_booster().inplace_predict(X), nthread=1 (Booster, not the sklearn wrapper)",
                        {"early_stopping_rounds": EARLY_STOPPING_PATIENCE,
                         "eval_metric": f"ndcg@{EARLY_STOPPING_AT}"}),
+    # NDCG with exponential gains, as the others'; use_best_model keeps the best round's trees, as the others do.
+    "catboost": Library("catboost", "CatBoostRanker", _catboost_params, _fit_catboost, _serve_catboost,
+                        "CatBoostRanker.predict(X, thread_count=1)",
+                        {"early_stopping_rounds": EARLY_STOPPING_PATIENCE, "use_best_model": True,
+                         "eval_metric": f"NDCG:top={EARLY_STOPPING_AT};type=Exp"}),
 }
 REFERENCE = "lightgbm"  # ratios are to this library
 

@@ -295,7 +295,7 @@ def _dask_lines(dask, libraries):
              + (f"; each library then fitted {repeat} times, interleaved, and the fastest fit is shown. "
                 if repeat > 1 else ". "),
              "",
-             f"Same rows for all three: the training split in {len(chunks)} chunks of "
+             f"Same rows for every library: the training split in {len(chunks)} chunks of "
              f"{', '.join(f'{c:,}' for c in chunks)} rows, cut at query boundaries, rows sorted by query id, chunk "
              "*i* on worker *i*. Partitioning by query is what LightGBM needs (every query inside one chunk, `group` "
              "= the sizes of each chunk's queries) and what XGBoost needs (`qid` sorted within a chunk, with "
@@ -432,16 +432,20 @@ def render_notes():
   matches the other two (XGBoost's default is 1). `max_depth=0` with `grow_policy="lossguide"` grows leaf-wise to
   31 leaves. Truncation 30 is emulated with `lambdarank_pair_method="topk"`, `lambdarank_num_pair_per_sample=30`;
   that is close to, not the same as, LightGBM's truncation level.
+- CatBoost trains YetiRank, `CatBoostRanker`'s default loss, on its symmetric trees: `depth=5`, the fewest levels
+  that hold 31 leaves (as ours take by default). Its minimum rows per leaf applies only to its other tree kinds and
+  YetiRank has no truncation level, so neither setting reaches it; its L2 penalty for YetiRank is 0 by default, as
+  the others'. Its own regularisers (random split strength, MVS row sampling) stay at its defaults.
 - Serving: each library's leanest documented single-query path on one thread (named in the table); LightGBM and
   XGBoost are called through their Booster, which skips their sklearn wrappers' input checks, while ours goes
-  through `LambdaMARTRanker.predict` with its scikit-learn validation. The {SERVING_CALLS:,} calls score blocks of
-  {SERVING_DOCS} consecutive rows among the first {SERVING_ROWS:,} test rows, cycling (a service scores features it
-  has just computed, in cache); the first call after unpickling is timed apart and not in the percentiles.
-  The *host control* row is the machine's share of the tail: in its own process, the same calls on the same rows,
-  each reading all of its query's values and then only doing arithmetic, as long as lambdamart's median call. A
-  virtual machine's guest is stalled now and then (timer ticks, the hypervisor's handling of pages not touched for
-  a while); a call of a given length catches such a stall with some probability, whatever it computes, so a p99
-  near the control's is the host's, not the model's.
+  through `LambdaMARTRanker.predict` with its scikit-learn validation and CatBoost's through its `predict`. The
+  {SERVING_CALLS:,} calls score blocks of {SERVING_DOCS} consecutive rows among the first {SERVING_ROWS:,} test rows,
+  cycling (a service scores features it has just computed, in cache); the first call after unpickling is timed
+  apart and not in the percentiles. The *host control* row is the machine's share of the tail: in its own process,
+  the same calls on the same rows, each reading all of its query's values and then only doing arithmetic, as long
+  as lambdamart's median call. A virtual machine's guest is stalled now and then (timer ticks, the hypervisor's
+  handling of pages not touched for a while); a call of a given length catches such a stall with some probability,
+  whatever it computes, so a p99 near the control's is the host's, not the model's.
 - The profile is `LambdaMARTRanker.fit_profile_`: the estimator times each stage of its own fit (numba kernels
   return only when their work is done); finer splits inside tree growth are not measured.
 """
@@ -455,7 +459,8 @@ def render_folds_report(meta, result, errors):
     query by query against our default."""
     folds = result["folds"]
     parts = [
-        *_header("# Ranking quality on the five LETOR 4.0 folds: LambdaMARTRanker vs LightGBM vs XGBoost", meta),
+        *_header("# Ranking quality on the five LETOR 4.0 folds: LambdaMARTRanker vs LightGBM, XGBoost and "
+                 "CatBoost", meta),
         "",
         _md_table(["fold", "train", "validation", "test", "training rows × features (queries)",
                    "validation queries", "test rows (queries)"],

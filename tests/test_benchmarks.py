@@ -48,7 +48,7 @@ def test_smoke_run_writes_and_prints_the_report(bench, tmp_path):
         assert heading in report
     assert "| lambdamart |" in report
     assert "| *host control* |" in report  # the serving tail's floor on this machine, measured beside ours
-    for library in ("lightgbm", "xgboost"):
+    for library in ("lightgbm", "xgboost", "catboost"):
         if importlib.util.find_spec(library) is None:  # optional: skipped with a note
             assert f"{library} (not installed" in report
         else:
@@ -134,7 +134,7 @@ def test_unknown_layout_and_library_are_clear_errors(bench, tmp_path):
     with pytest.raises(SystemExit, match="rank.train \\+ rank.test or train.txt \\+ test.txt"):
         bench.data.letor_dataset(tmp_path)
     with pytest.raises(SystemExit):
-        bench.compare.parse_args(["--libraries", "lambdamart,catboost"])
+        bench.compare.parse_args(["--libraries", "lambdamart,ranklib"])
 
 
 def test_size_sweep_datasets_and_summary(bench, monkeypatch):
@@ -292,7 +292,7 @@ def test_letor_folds_run_writes_the_quality_report(bench, tmp_path, monkeypatch,
     assert "## Fixed settings" in report and "## Early stopping" in report and "**Failed:**" not in report
     for name in ("lambdamart", "lambdamart:yetirank"):
         assert report.count(f"| `{name}` |") == 4  # two tables per protocol
-    for library in ("lightgbm", "xgboost"):
+    for library in ("lightgbm", "xgboost", "catboost"):
         if importlib.util.find_spec(library) is not None:
             assert report.count(f"| `{library}` |") == 4
     assert str(tmp_path) not in report and report.strip() == capsys.readouterr().out.strip()

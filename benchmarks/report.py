@@ -429,7 +429,7 @@ def render_notes():
   documents counts 1, tied scores averaged over their orders (so no library gains from row order on ties).
 - XGBoost has no minimum row count per leaf: `min_child_weight={XGB_MIN_CHILD_WEIGHT}` (the minimum hessian sum
   LightGBM and lambdamart also use by default) stands in, and no leaf-size floor applies to it. `reg_lambda=0`
-  matches the other two (XGBoost's default is 1). `max_depth=0` with `grow_policy="lossguide"` grows leaf-wise to
+  matches the others (XGBoost's default is 1). `max_depth=0` with `grow_policy="lossguide"` grows leaf-wise to
   31 leaves. Truncation 30 is emulated with `lambdarank_pair_method="topk"`, `lambdarank_num_pair_per_sample=30`;
   that is close to, not the same as, LightGBM's truncation level.
 - CatBoost trains YetiRank, `CatBoostRanker`'s default loss, on its symmetric trees: `depth=5`, the fewest levels

@@ -45,7 +45,7 @@ def _ratio(ours, ref):
 
 def render_report(meta, sections, libraries, skipped, draws=()):
     parts = [
-        *_header("# Benchmark: LambdaMARTRanker vs LightGBM vs XGBoost", meta),
+        *_header("# Benchmark: " + " vs ".join(LIBRARIES[n].estimator for n in libraries), meta),
         "  (other work on a shared machine makes every figure noisier; multi-threaded runs suffer most)",
         f"- Settings: {meta['settings']['rounds']} rounds, learning rate 0.1, 31 leaves, min 20 rows per leaf, "
         f"255 bins, truncation 30, {meta['settings']['threads']} threads",

@@ -12,8 +12,8 @@ LightGBM's convention on held-out queries:
   in row order, and MQ2008 is small enough for that to show;
 - LightGBM's lambdarank example (fixed: all of ``rank.train``; early stopping: its last 20 % of queries validate),
   and all its 251 queries in 5-fold cross-validation, three times (``_cross_validation``);
-- ``make_ranking_data`` with 150 and with 1000 training queries (a third as many validate), 1000 test queries,
-  two data seeds each.
+- ``make_ranking_data`` with 26 training queries (the size sweep's smallest, about 2,600 rows; ten data seeds),
+  and with 150 and with 1000 (two seeds each); a third as many queries validate, 1000 test queries per seed.
 
 Differences from the default are tested query by query (paired t-test and Wilcoxon, as in ``LETOR.md``) on each
 group of datasets. Two *perturbation* rows (255 bins cut to 254 and 250, which only moves some thresholds of the
@@ -38,7 +38,8 @@ from report import _header, _md_table
 HERE = Path(__file__).resolve().parent
 MQ2008 = HERE.parent.parent / "shared" / "data" / "mq2008"
 SHUFFLES = (1, 2)
-SYNTHETIC = ((150, (0, 1)), (1000, (0, 1)))  # training queries, data seeds
+# training queries, data seeds: one seed of 26 queries moves NDCG@10 by as much as the variants differ (draws.py)
+SYNTHETIC = ((26, tuple(range(10))), (150, (0, 1)), (1000, (0, 1)))
 SYNTHETIC_TEST_QUERIES = 1000
 
 # name: (library, constructor arguments on top of the protocol's settings, early-stopping learning rate or None)
@@ -77,6 +78,14 @@ VARIANTS = {
     "0.7 of the Newton step": ("lambdamart", {"learning_rate": 0.07}, 0.035),
     # Last, so that the row numbers of the reports made with --rows above stay as their commands say.
     "CatBoost YetiRank": ("catboost", {}, None),
+    # Truncation across libraries: YetiRank has no truncation level, and CatBoost's LambdaMart takes NDCG over the
+    # whole list unless told a top (benchmarks/FACTORS_TRUNCATION.md).
+    "truncation_level=100": ("lambdamart", {"truncation_level": 100}, None),
+    "LightGBM lambdarank, lambdarank_truncation_level=1000 (every pair)": (
+        "lightgbm", {"lambdarank_truncation_level": 1000}, None),
+    "CatBoost LambdaMart (NDCG of the whole list)": ("catboost", {"loss_function": "LambdaMart"}, None),
+    "CatBoost LambdaMart:top=30 (the benchmark's truncation)": ("catboost", {"loss_function": "LambdaMart:top=30"},
+                                                                None),
 }
 BASELINE = "default"
 

@@ -362,7 +362,8 @@ def _dask_costs(c, n_workers):
         ["histogram block per worker per exchange", _bytes(block),
          f"**computed**: {c['total_bins']:,} bins ({c['bins_how']}) / {n_workers} workers × (2 float64 + 1 int32)"],
         ["histogram bytes between workers per tree", _bytes(traffic),
-         f"**computed**: splits × {n_workers} workers × {n_workers - 1} peers × block"],
+         f"**computed**: splits × {n_workers} workers × {n_workers - 1} peers × block (at most: the root sends "
+         "one, and a split whose children are not searched, a symmetric tree's last level, none)"],
     ]
     if "histogram_bytes" in profile:
         rows.append(["histogram bytes between workers per tree, as counted",

@@ -1,6 +1,6 @@
 """Which settings make a ranking difference, across data: the factor study behind the defaults (issue 15).
 
-    python benchmarks/factors.py [--output benchmarks/FACTORS.md] [--threads 2]
+    python benchmarks/factors.py [--output benchmarks/FACTORS.md] [--threads 2] [--rows N ...] [--data TEXT ...]
 
 Each variant of ``LambdaMARTRanker`` (one factor taken in or out of the defaults), and LightGBM, XGBoost and
 CatBoost, trains on every dataset under both protocols of ``--letor-folds`` (fixed 100 rounds at learning rate
@@ -24,6 +24,7 @@ weights) halves the early-stopping learning rate too.
 """
 
 import argparse
+import shlex
 import sys
 import warnings
 from pathlib import Path
@@ -195,6 +196,8 @@ def main(argv=None):
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--rows", type=int, nargs="+", metavar="N",
                         help="only these rows of the table (1 is the default, numbered as in VARIANTS)")
+    parser.add_argument("--data", nargs="+", metavar="TEXT",
+                        help="only the dataset groups whose name contains one of these texts (e.g. '26 queries')")
     args = parser.parse_args(argv)
     present, _ = installed(list(LIBRARIES))
     variants = [v for v, (library, _, _) in VARIANTS.items() if library in present]
@@ -205,10 +208,14 @@ def main(argv=None):
                                                 if args.output != HERE / "FACTORS.md" else "")
     if args.rows:
         command += " --rows " + " ".join(map(str, args.rows))
+    if args.data:
+        command += " --data " + " ".join(map(shlex.quote, args.data))
     meta = run_header(command)
-    data = datasets()
+    data = {name: sets for name, sets in datasets().items()
+            if not args.data or any(text in name for text in args.data)}
     if not data:
-        raise SystemExit("factors.py: no dataset (is ../shared/data there, and lambdamart installed?)")
+        raise SystemExit("factors.py: no dataset (is ../shared/data there, lambdamart installed, and does --data "
+                         "name a group?)")
     sections = []
     for protocol in ("fixed", "early_stopping"):
         scores = {}

@@ -318,6 +318,23 @@ def test_factor_study_shuffles_within_queries_and_marks_significance(bench):
     assert f"| {other} | **0.5" in report  # a consistent gain on 200 queries is significant
 
 
+def test_factor_study_runs_only_the_dataset_groups_named(bench, monkeypatch, tmp_path):
+    from lambdamart.datasets import make_ranking_data
+
+    factors = bench.factors
+    X, y, qid = make_ranking_data(24, n_features=4, mean_docs_per_query=8, random_state=0)
+    train, rest = factors._split_queries((X, y, qid), 12)
+    valid, test = factors._split_queries(rest, 6)
+    sets = [factors._sets(train, train, valid, test)]
+    monkeypatch.setattr(factors, "datasets", lambda: {"tiny data": sets, "other data": sets})
+    out = tmp_path / "factors.md"
+    assert factors.main(["--rows", "1", "--data", "tiny", "--threads", "1", "--output", str(out)]) == 0
+    report = out.read_text()
+    assert "--data tiny" in report and "| tiny data |" in report and "other data" not in report
+    with pytest.raises(SystemExit, match="--data"):
+        factors.main(["--rows", "1", "--data", "absent", "--output", str(out)])
+
+
 def test_noise_study_refits_at_each_bin_count_and_pairs_with_the_peer(bench):
     from lambdamart.datasets import make_ranking_data
 

@@ -194,9 +194,10 @@ class LambdaMARTRanker(BaseEstimator):
         Only pairs with at least one document among the current top ``truncation_level`` contribute to λ, and
         IDCG is computed at that depth (LightGBM's default). A level at least the longest query's length trains on
         every pair. On a few dozen long queries the pairs below the cut are signal the model lacks: on 26
-        generated training queries of about 100 documents, 100 ranked 0.006 better at 100 rounds and 0.018 with
-        early stopping. On more queries (150 and 1000 generated ones, MQ2008) it moved NDCG@10 by -0.006 to
-        +0.003, and it costs fit time on long queries (``benchmarks/FACTORS_TRUNCATION.md``).
+        generated training queries of about 100 documents, 100 ranked 0.006 better at 100 rounds (four times
+        what a meaningless change moves it there). On more queries (150 and 1000 generated ones, MQ2008) it moved
+        NDCG@10 by -0.006 to +0.003, and it costs fit time on long queries (``benchmarks/FACTORS_TRUNCATION.md``,
+        ``benchmarks/FACTORS_SMALL.md``).
     sigma : float, default=1.0
         Steepness of the pairwise logistic loss.
     gain : {"exponential", "linear"} or array-like, default="exponential"

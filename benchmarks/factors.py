@@ -91,32 +91,41 @@ VARIANTS = {
 BASELINE = "default"
 
 
-def datasets():
+def datasets(texts=None):
     """Dataset group -> its train/test sets, each a dict of ``fixed`` and ``early`` (the training rows of each
-    protocol), ``valid`` and ``test`` (X, y, qid)."""
+    protocol), ``valid`` and ``test`` (X, y, qid). With ``texts``, only the groups whose name contains one of them
+    are built (``--data``: the others would be loaded or generated for nothing)."""
     from lambdamart.datasets import load_letor, make_ranking_data
 
+    def wanted(*names):
+        return texts is None or any(text in name for name in names for text in texts)
+
     out = {}
-    if MQ2008.is_dir():
+    mq2008 = ("MQ2008", "MQ2008, rows shuffled")
+    if MQ2008.is_dir() and wanted(*mq2008):
         folds = letor_folds(MQ2008)
-        out["MQ2008"] = [_sets(f["train"], f["train"], f["valid"], f["test"]) for f in folds]
-        out["MQ2008, rows shuffled"] = [_sets(train, train, f["valid"], f["test"]) for seed in SHUFFLES
-                                        for f in folds for train in [_shuffled(f["train"], seed)]]
-    if SHARED_EXAMPLE.is_dir():
+        out[mq2008[0]] = [_sets(f["train"], f["train"], f["valid"], f["test"]) for f in folds]
+        out[mq2008[1]] = [_sets(train, train, f["valid"], f["test"]) for seed in SHUFFLES
+                          for f in folds for train in [_shuffled(f["train"], seed)]]
+    example = ("LightGBM's example", "LightGBM's example, 5-fold CV x3")
+    if SHARED_EXAMPLE.is_dir() and wanted(*example):
         train = load_letor(SHARED_EXAMPLE / "rank.train")
         test = load_letor(SHARED_EXAMPLE / "rank.test", n_features=train[0].shape[1])
         fit, valid = _split_queries(train, 0.8)
-        out["LightGBM's example"] = [_sets(train, fit, valid, test)]
-        out["LightGBM's example, 5-fold CV x3"] = _cross_validation(train, test)
+        out[example[0]] = [_sets(train, fit, valid, test)]
+        out[example[1]] = _cross_validation(train, test)
     for n_queries, seeds in SYNTHETIC:
+        name = f"make_ranking_data, {n_queries} queries"
+        if not wanted(name):
+            continue
         sets = []
         for seed in seeds:
             X, y, qid = make_ranking_data(n_queries + n_queries // 3 + SYNTHETIC_TEST_QUERIES, random_state=seed)
             train, rest = _split_queries((X, y, qid), n_queries)
             valid, test = _split_queries(rest, n_queries // 3)
             sets.append(_sets(train, train, valid, test))
-        out[f"make_ranking_data, {n_queries} queries"] = sets
-    return out
+        out[name] = sets
+    return {name: sets for name, sets in out.items() if wanted(name)}
 
 
 def _cross_validation(train, test, seeds=(0, 1, 2), k=5):
@@ -211,8 +220,7 @@ def main(argv=None):
     if args.data:
         command += " --data " + " ".join(map(shlex.quote, args.data))
     meta = run_header(command)
-    data = {name: sets for name, sets in datasets().items()
-            if not args.data or any(text in name for text in args.data)}
+    data = datasets(args.data)
     if not data:
         raise SystemExit("factors.py: no dataset (is ../shared/data there, lambdamart installed, and does --data "
                          "name a group?)")

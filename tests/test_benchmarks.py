@@ -319,18 +319,18 @@ def test_factor_study_shuffles_within_queries_and_marks_significance(bench):
 
 
 def test_factor_study_runs_only_the_dataset_groups_named(bench, monkeypatch, tmp_path):
-    from lambdamart.datasets import make_ranking_data
-
     factors = bench.factors
-    X, y, qid = make_ranking_data(24, n_features=4, mean_docs_per_query=8, random_state=0)
-    train, rest = factors._split_queries((X, y, qid), 12)
-    valid, test = factors._split_queries(rest, 6)
-    sets = [factors._sets(train, train, valid, test)]
-    monkeypatch.setattr(factors, "datasets", lambda: {"tiny data": sets, "other data": sets})
+    # Two small generated groups and nothing from ../shared: `--data` picks one of them.
+    monkeypatch.setattr(factors, "SYNTHETIC", ((4, (0,)), (6, (0,))))
+    monkeypatch.setattr(factors, "SYNTHETIC_TEST_QUERIES", 4)
+    monkeypatch.setattr(factors, "MQ2008", tmp_path / "absent")
+    monkeypatch.setattr(factors, "SHARED_EXAMPLE", tmp_path / "absent")
+    assert list(factors.datasets(["4 queries"])) == ["make_ranking_data, 4 queries"]
     out = tmp_path / "factors.md"
-    assert factors.main(["--rows", "1", "--data", "tiny", "--threads", "1", "--output", str(out)]) == 0
+    assert factors.main(["--rows", "1", "--data", "4 queries", "--threads", "1", "--output", str(out)]) == 0
     report = out.read_text()
-    assert "--data tiny" in report and "| tiny data |" in report and "other data" not in report
+    assert "--data '4 queries'" in report and "| make_ranking_data, 4 queries |" in report
+    assert "6 queries" not in report
     with pytest.raises(SystemExit, match="--data"):
         factors.main(["--rows", "1", "--data", "absent", "--output", str(out)])
 

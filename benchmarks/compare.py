@@ -76,7 +76,8 @@ def benchmark_dataset(dataset, libraries, args, workdir):
         if LIBRARIES[name].jit_cache:
             section["warmup"] = attempt(f"{name} warm-up (fills the numba cache)", {"mode": "warmup",
                                                                                    "library": name})
-    for name, (fit, files) in _fastest_fits(attempt, libraries, args.repeat, workdir, dataset["name"]).items():
+    contenders = {name: {"library": name} for name in libraries}
+    for name, (fit, files) in _fastest_fits(attempt, contenders, args.repeat, workdir, dataset["name"]).items():
         fit["ndcg"] = ndcg_on_test(np.load(files["scores"]), arrays)
         section["fit"][name] = fit
         serve = attempt(f"{name} serving", {"mode": "serve", "library": name, **files})
@@ -88,23 +89,24 @@ def benchmark_dataset(dataset, libraries, args, workdir):
     if args.profile and "lambdamart" in libraries:
         section["profile"] = attempt("lambdamart profile", {"mode": "profile", "library": "lambdamart"})
     if args.objectives and "lambdamart" in libraries:
-        section["objectives"] = run_objectives(attempt, workdir, dataset["name"], arrays)
+        section["objectives"] = run_objectives(attempt, workdir, dataset["name"], arrays, args.repeat)
     if args.dask:
         section["dask"] = run_dask_cluster(attempt, libraries, args, workdir, dataset["name"], arrays)
         section["errors"] += [f"--dask {args.dask}: {error}" for error in section["dask"].get("errors", [])]
     return section
 
 
-def _fastest_fits(attempt, libraries, repeat, workdir, dataset_name):
-    """Fit workers, ``repeat`` rounds with the libraries interleaved (so a busy spell on a shared machine hits all
-    of them alike); per library, the run with the shortest fit and its files, plus every run's fit time."""
-    best, runs = {}, {name: [] for name in libraries}
+def _fastest_fits(attempt, contenders, repeat, workdir, tag, label=""):
+    """Fit workers, ``repeat`` rounds with the ``contenders`` (name -> the fit job's library, and parameters if any)
+    interleaved, so a busy spell on a shared machine hits all of them alike; per contender, the run with the
+    shortest fit and its files, plus every run's fit time."""
+    best, runs = {}, {name: [] for name in contenders}
     for r in range(repeat):
-        for name in libraries:
-            tag = f"{dataset_name}-{r}"
-            files = {"scores": str(workdir / f"{tag}-{name}-scores.npy"), "model": str(workdir / f"{tag}-{name}.pkl")}
-            label = f"{name} fit" + (f" (run {r + 1} of {repeat})" if repeat > 1 else "")
-            fit = attempt(label, {"mode": "fit", "library": name, "tag": tag, **files})
+        for name, job in contenders.items():
+            run_tag = f"{tag}-{name}-{r}"  # names the worker's files too, so no run reads another's
+            files = {"scores": str(workdir / f"{run_tag}-scores.npy"), "model": str(workdir / f"{run_tag}.pkl")}
+            what = f"{label}{name} fit" + (f" (run {r + 1} of {repeat})" if repeat > 1 else "")
+            fit = attempt(what, {"mode": "fit", "tag": run_tag, **job, **files})
             if fit is None:
                 continue
             runs[name].append(fit["fit_s"])
@@ -112,7 +114,7 @@ def _fastest_fits(attempt, libraries, repeat, workdir, dataset_name):
                 best[name] = (fit, files)
     for name, (fit, _) in best.items():
         fit["fit_runs"] = runs[name]
-    return {name: best[name] for name in libraries if name in best}
+    return {name: best[name] for name in contenders if name in best}
 
 
 def ranker_objectives():
@@ -125,22 +127,17 @@ def ranker_objectives():
     return sorted(options) or ["lambdarank"]
 
 
-def run_objectives(attempt, workdir, name, arrays):
+def run_objectives(attempt, workdir, name, arrays, repeat=1):
+    """``--objectives``: every objective of ours fitted ``repeat`` times, interleaved; the fastest fit of each."""
     objectives = ranker_objectives()
     if objectives == ["lambdarank"]:
         _progress("--objectives: LambdaMARTRanker accepts only objective='lambdarank'; nothing to compare.")
         return {"skipped": "LambdaMARTRanker accepts only objective='lambdarank' so far; nothing to compare."}
-    results = {}
-    for objective in objectives:
-        files = {"scores": str(workdir / f"{name}-objective-{objective}.npy"),
-                 "model": str(workdir / f"{name}-objective-{objective}.pkl")}
-        fit = attempt(f"lambdamart objective={objective}", {"mode": "fit", "library": "lambdamart",
-                                                           "tag": f"{name}-{objective}",
-                                                           "params": {"objective": objective}, **files})
-        if fit is not None:
-            results[objective] = {"fit_s": fit["fit_s"], "ndcg10": ndcg_on_test(np.load(files["scores"]),
-                                                                                arrays)[10]}
-    return {"results": results}
+    contenders = {objective: {"library": "lambdamart", "params": {"objective": objective}} for objective in objectives}
+    fits = _fastest_fits(attempt, contenders, repeat, workdir, f"{name}-objectives", label="lambdamart objective=")
+    return {"results": {objective: {"fit_s": fit["fit_s"], "fit_runs": fit["fit_runs"],
+                                    "ndcg10": ndcg_on_test(np.load(files["scores"]), arrays)[10]}
+                        for objective, (fit, files) in fits.items()}}
 
 
 def run_dask_cluster(attempt, libraries, args, workdir, name, arrays):

@@ -89,7 +89,7 @@ def render_section(section, libraries):
     if section.get("profile"):
         out += _profile_table(section["profile"], fits.get("lambdamart"))
     if section.get("objectives"):
-        out += _objectives_lines(section["objectives"])
+        out += _objectives_lines(section["objectives"], fits.get(REFERENCE))
     if section.get("dask"):
         out += _dask_lines(section["dask"], libraries)
     if fits.get("lambdamart") and fits.get(REFERENCE):
@@ -267,11 +267,15 @@ def _profile_table(profile, fit):
     return lines
 
 
-def _objectives_lines(objectives):
+def _objectives_lines(objectives, reference_fit=None):
+    """Each objective's fit time (and its ratio to the reference library's fit in the same run) and NDCG@10."""
     if "skipped" in objectives:
         return [f"Objectives (`--objectives`): {objectives['skipped']}", ""]
-    rows = [[name, _sec(r["fit_s"]), f"{r['ndcg10']:.4f}"] for name, r in objectives["results"].items()]
-    return ["### LambdaMARTRanker objectives", "", _md_table(["objective", "fit", "NDCG@10"], rows), ""]
+    reference_s = reference_fit["fit_s"] if reference_fit else None
+    rows = [[name, _fit_cell(r), _ratio(r["fit_s"], reference_s), f"{r['ndcg10']:.4f}"]
+            for name, r in objectives["results"].items()]
+    header = ["objective", "fit", f"fit vs {REFERENCE}", "NDCG@10"]
+    return ["### LambdaMARTRanker objectives", "", _md_table(header, rows), ""]
 
 
 def _bytes(x):

@@ -219,8 +219,11 @@ def test_objectives_skip_when_only_lambdarank_exists(bench, monkeypatch, capsys)
     section = compare.run_objectives(attempt=None, workdir=None, name="x", arrays=None)
     assert "only objective='lambdarank'" in capsys.readouterr().err
     assert "nothing to compare" in bench.report._objectives_lines(section)[0]
-    table = bench.report._objectives_lines({"results": {"lambdarank": {"fit_s": 1.5, "ndcg10": 0.5}}})
-    assert "| lambdarank | 1.50 s | 0.5000 |" in "\n".join(table)
+    results = {"results": {"lambdarank": {"fit_s": 1.5, "fit_runs": [1.5], "ndcg10": 0.5}}}
+    assert "| lambdarank | 1.50 s | – | 0.5000 |" in "\n".join(bench.report._objectives_lines(results))
+    results["results"]["lambdarank"]["fit_runs"] = [2.0, 1.5]
+    table = "\n".join(bench.report._objectives_lines(results, {"fit_s": 3.0}))
+    assert "| lambdarank | 1.50 s (fastest of 2.00 s, 1.50 s) | 0.50× | 0.5000 |" in table
 
 
 def test_ranker_objectives_include_lambdarank(bench):

@@ -16,6 +16,7 @@ import math
 import numpy as np
 import pytest
 from helpers import called_from_a_kernel
+from scipy import special
 
 from lambdamart import LambdaMARTRanker, _sort
 from lambdamart._objectives import OBJECTIVES, TrainingQueries, lambdarank, make_objective
@@ -670,6 +671,24 @@ def test_listwise_gradients_stay_finite_for_scores_far_apart(name):
                 expected[order[i]] += np.exp(s[order[i]] - z)
             expected[order[m]] -= 1.0
         np.testing.assert_allclose(grad, expected, atol=1e-12)
+
+
+def test_ranknet_is_exact_for_scores_far_below_the_top():
+    """The kernel takes each pair's logistic terms from exp(σ(s - max s)) per document; those underflow to 0 for
+    scores ~1000 below the query's top, where a pair with both documents there is computed from its score gap."""
+    s = np.array([0.0, -1000.0, -1002.0, -999.5, 2.0])
+    y = np.array([1.0, 2.0, 0.0, 1.0, 0.0])
+    grad, hess = kernel("ranknet", s, y, np.array([0, 5], dtype=np.int64), np.zeros(5))
+    expected_grad, expected_hess = np.zeros(5), np.zeros(5)
+    for high in range(5):
+        for low in range(5):
+            if y[high] > y[low]:
+                rho = special.expit(-SIGMA * (s[high] - s[low]))
+                expected_grad[[high, low]] += [-SIGMA * rho, SIGMA * rho]
+                expected_hess[[high, low]] += SIGMA**2 * rho * (1 - rho)
+    np.testing.assert_allclose(grad, expected_grad, rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(hess, expected_hess, rtol=1e-12, atol=1e-300)
+    assert hess[1] > 0 and hess[2] > 0  # the pair (1, 2) of the two underflowed documents counts
 
 
 @pytest.mark.parametrize("name", sorted(LOSSES))

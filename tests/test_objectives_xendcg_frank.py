@@ -9,6 +9,7 @@ weights scale rows, draws go through ``rng.random_sample``; and through the esti
 
 import numpy as np
 import pytest
+from scipy import special
 
 from lambdamart import LambdaMARTRanker
 from lambdamart._objectives import OBJECTIVES, TrainingQueries, make_objective
@@ -220,6 +221,25 @@ def test_frank_is_stable_for_extreme_scores():
     y = np.array([0.0, 4.0, 1.0, 1.0])
     grad, hess = frank_kernel(s, y, np.array([0, 4]))
     assert np.all(np.isfinite(grad)) and np.all(np.isfinite(hess)) and np.all(hess >= 0)
+
+
+def test_frank_is_exact_for_scores_far_below_the_top():
+    """Each pair's p from exp(s - max s) per document, or from the score gap where both underflowed to 0."""
+    s = np.array([0.0, -1000.0, -1002.0, -999.5, 2.0])
+    y = np.array([1.0, 2.0, 0.0, 1.0, 0.0])
+    grad, hess = frank_kernel(s, y, np.array([0, 5]))
+    expected_grad, expected_hess = np.zeros(5), np.zeros(5)
+    for high in range(5):
+        for low in range(5):
+            if y[high] > y[low]:
+                delta = s[high] - s[low]
+                p, q = special.expit(delta), special.expit(-delta)
+                lam = 0.5 * np.sqrt(p) * q
+                expected_grad[[high, low]] += [-lam, lam]
+                expected_hess[[high, low]] += max(abs(0.25 * np.sqrt(p) * q * (3 * p - 1)), 0.25 * p * q)
+    np.testing.assert_allclose(grad, expected_grad, rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(hess, expected_hess, rtol=1e-12, atol=1e-300)
+    assert hess[1] > 0 and hess[2] > 0  # the pair (1, 2) of the two underflowed documents counts
 
 
 # ---------------------------------------------------------------- the contract, for both

@@ -125,6 +125,28 @@ def _subclasses(cls=Objective):
 
 
 @inner_kernel
+def scaled_exponentials(scores, start, stop, sigma):
+    """exp(σ(s - s_top)) of rows ``start:stop``, s_top the highest of their scores: each in (0, 1], none overflows.
+
+    With them a pair's logistic terms take a division instead of an exponential (:func:`logistic_pair`), which is
+    most of the cost of the objectives that take every pair of a query.
+    """
+    if stop <= start:
+        return np.ones(0)
+    return np.exp(sigma * (scores[start:stop] - scores[start:stop].max()))
+
+
+@inner_kernel
+def logistic_pair(e_high, e_low, sigma, delta):
+    """(ρ, 1 - ρ) with ρ = 1 / (1 + exp(σΔ)), Δ = s_high - s_low, from the two documents' scaled exponentials
+    (:func:`scaled_exponentials`); from Δ itself where both underflowed to 0 (scores over ~745/σ below the top)."""
+    total = e_high + e_low
+    if total > 0.0:
+        return e_low / total, e_high / total
+    return 1.0 / (1.0 + np.exp(sigma * delta)), 1.0 / (1.0 + np.exp(-sigma * delta))
+
+
+@inner_kernel
 def add_pair(grad, hess, high, low, lam, w):
     """Add one pair's λ and w to its two documents: λ pushes ``high`` (the higher label) up and ``low`` down."""
     grad[high] -= lam

@@ -4,20 +4,20 @@ import numpy as np
 from numba import prange
 
 from .._jit import inner_kernel, kernel
-from .base import Objective, add_pair, apply_sample_weight, warn_if_all_pairs_are_many
+from .base import Objective, apply_sample_weight, logistic_pair, scaled_exponentials, warn_if_all_pairs_are_many
 
 
 @inner_kernel
-def _fidelity_pair(delta):
-    """λ and w of one pair, Δ = s_high - s_low: F = 1 - sqrt(p), p = 1 / (1 + exp(-Δ)).
+def _fidelity_pair(e_high, e_low, delta):
+    """λ and w of one pair, Δ = s_high - s_low: F = 1 - sqrt(p), p = 1 / (1 + exp(-Δ)), from the documents' scaled
+    exponentials (:func:`logistic_pair`, σ = 1).
 
     dF/dΔ = -sqrt(p)(1 - p)/2. The fidelity is not convex (d²F/dΔ² = sqrt(p)(1 - p)(3p - 1)/4 < 0 for p < 1/3),
     so w is the larger of |d²F/dΔ²| and the Gauss-Newton weight p(1 - p)/4 (F is half the squared Hellinger
     distance of (p, 1 - p) to (1, 0), a sum of squares): never negative, and never zero where λ is not (|F''|
     vanishes at p = 1/3), which bounds a lone pair's Newton step |λ/w| by about 4.6.
     """
-    p = 1.0 / (1.0 + np.exp(-delta))
-    q = 1.0 / (1.0 + np.exp(delta))  # 1 - p without cancellation for well-ordered pairs
+    q, p = logistic_pair(e_high, e_low, 1.0, delta)  # q = 1 - p without cancellation for well-ordered pairs
     root = np.sqrt(p)
     lam = 0.5 * root * q
     exact = 0.25 * root * q * (3.0 * p - 1.0)
@@ -36,13 +36,25 @@ def frank_gradients(scores, labels, offsets, query_indices, sample_weight, grad,
         start, stop = offsets[query_indices[k]], offsets[query_indices[k] + 1]
         grad[start:stop] = 0.0
         hess[start:stop] = 0.0
+        e = scaled_exponentials(scores, start, stop, 1.0)
         for a in range(start, stop):
+            # Row a's sums stay in registers; the inner loop writes only its partners' rows.
+            grad_a = 0.0
+            hess_a = 0.0
             for b in range(a + 1, stop):
                 if labels[a] == labels[b]:
                     continue
-                high, low = (a, b) if labels[a] > labels[b] else (b, a)
-                lam, w = _fidelity_pair(scores[high] - scores[low])
-                add_pair(grad, hess, high, low, lam, w)
+                if labels[a] > labels[b]:
+                    lam, w = _fidelity_pair(e[a - start], e[b - start], scores[a] - scores[b])
+                else:
+                    lam, w = _fidelity_pair(e[b - start], e[a - start], scores[b] - scores[a])
+                    lam = -lam
+                grad_a -= lam
+                grad[b] += lam
+                hess_a += w
+                hess[b] += w
+            grad[a] += grad_a
+            hess[a] += hess_a
         apply_sample_weight(sample_weight, start, stop, grad, hess)
 
 

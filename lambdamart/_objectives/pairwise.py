@@ -4,14 +4,15 @@ import numpy as np
 from numba import prange
 
 from .._jit import inner_kernel, kernel
-from .base import Objective, add_pair, apply_sample_weight, warn_if_all_pairs_are_many
+from .base import Objective, apply_sample_weight, logistic_pair, scaled_exponentials, warn_if_all_pairs_are_many
 
 
 @inner_kernel
-def _pair_terms(sigma, delta_score):
-    """RankNet's λ and w of one pair: σρ and σ²ρ(1-ρ) with ρ = 1 / (1 + exp(σΔs)), Δs = s_high - s_low."""
-    rho = 1.0 / (1.0 + np.exp(sigma * delta_score))
-    return sigma * rho, sigma * sigma * rho * (1.0 - rho)
+def _pair_terms(sigma, e_high, e_low, delta_score):
+    """RankNet's λ and w of one pair: σρ and σ²ρ(1-ρ) with ρ = 1 / (1 + exp(σΔs)), Δs = s_high - s_low, from the
+    documents' scaled exponentials (:func:`logistic_pair`)."""
+    rho, rest = logistic_pair(e_high, e_low, sigma, delta_score)
+    return sigma * rho, sigma * sigma * rho * rest
 
 
 @kernel(parallel=True)
@@ -28,11 +29,15 @@ def ranknet_gradients(scores, labels, offsets, query_indices, sigma, partners, s
         n = stop - start
         grad[start:stop] = 0.0
         hess[start:stop] = 0.0
+        e = scaled_exponentials(scores, start, stop, sigma)
         for a in range(n):
             if sampled:
                 n_partners = partners.shape[1] if n > 1 else 0
             else:
                 n_partners = n - a - 1
+            # Row a's sums stay in registers; the inner loop writes only its partners' rows.
+            grad_a = 0.0
+            hess_a = 0.0
             for m in range(n_partners):
                 if sampled:
                     b = (a + 1 + partners[start + a, m] % (n - 1)) % n
@@ -41,9 +46,18 @@ def ranknet_gradients(scores, labels, offsets, query_indices, sigma, partners, s
                 la, lb = labels[start + a], labels[start + b]
                 if la == lb:
                     continue
-                high, low = (start + a, start + b) if la > lb else (start + b, start + a)
-                lam, w = _pair_terms(sigma, scores[high] - scores[low])
-                add_pair(grad, hess, high, low, lam, w)
+                delta = scores[start + a] - scores[start + b]
+                if la > lb:
+                    lam, w = _pair_terms(sigma, e[a], e[b], delta)
+                else:
+                    lam, w = _pair_terms(sigma, e[b], e[a], -delta)
+                    lam = -lam
+                grad_a -= lam
+                grad[start + b] += lam
+                hess_a += w
+                hess[start + b] += w
+            grad[start + a] += grad_a
+            hess[start + a] += hess_a
         apply_sample_weight(sample_weight, start, stop, grad, hess)
 
 

@@ -77,7 +77,13 @@ def benchmark_dataset(dataset, libraries, args, workdir):
             section["warmup"] = attempt(f"{name} warm-up (fills the numba cache)", {"mode": "warmup",
                                                                                    "library": name})
     contenders = {name: {"library": name} for name in libraries}
-    for name, (fit, files) in _fastest_fits(attempt, contenders, args.repeat, workdir, dataset["name"]).items():
+    objectives = objective_contenders() if args.objectives and "lambdamart" in libraries else None
+    # The objectives fit in the libraries' rounds, so their ratios to LightGBM's share one stretch of machine time.
+    fits = _fastest_fits(attempt, {**contenders, **(objectives or {})}, args.repeat, workdir, dataset["name"])
+    for name in libraries:
+        if name not in fits:
+            continue
+        fit, files = fits[name]
         fit["ndcg"] = ndcg_on_test(np.load(files["scores"]), arrays)
         section["fit"][name] = fit
         serve = attempt(f"{name} serving", {"mode": "serve", "library": name, **files})
@@ -88,24 +94,24 @@ def benchmark_dataset(dataset, libraries, args, workdir):
             "mode": "serve_control", "library": "lambdamart", "p50_s": section["serve"]["lambdamart"]["p50_s"]})
     if args.profile and "lambdamart" in libraries:
         section["profile"] = attempt("lambdamart profile", {"mode": "profile", "library": "lambdamart"})
-    if args.objectives and "lambdamart" in libraries:
-        section["objectives"] = run_objectives(attempt, workdir, dataset["name"], arrays, args.repeat)
+    if objectives is not None:
+        section["objectives"] = _objective_results(objectives, fits, arrays)
     if args.dask:
         section["dask"] = run_dask_cluster(attempt, libraries, args, workdir, dataset["name"], arrays)
         section["errors"] += [f"--dask {args.dask}: {error}" for error in section["dask"].get("errors", [])]
     return section
 
 
-def _fastest_fits(attempt, contenders, repeat, workdir, tag, label=""):
+def _fastest_fits(attempt, contenders, repeat, workdir, tag):
     """Fit workers, ``repeat`` rounds with the ``contenders`` (name -> the fit job's library, and parameters if any)
     interleaved, so a busy spell on a shared machine hits all of them alike; per contender, the run with the
     shortest fit and its files, plus every run's fit time."""
     best, runs = {}, {name: [] for name in contenders}
     for r in range(repeat):
         for name, job in contenders.items():
-            run_tag = f"{tag}-{name}-{r}"  # names the worker's files too, so no run reads another's
+            run_tag = f"{tag}-{name.replace(':', '-')}-{r}"  # names the worker's files too: no run reads another's
             files = {"scores": str(workdir / f"{run_tag}-scores.npy"), "model": str(workdir / f"{run_tag}.pkl")}
-            what = f"{label}{name} fit" + (f" (run {r + 1} of {repeat})" if repeat > 1 else "")
+            what = f"{name} fit" + (f" (run {r + 1} of {repeat})" if repeat > 1 else "")
             fit = attempt(what, {"mode": "fit", "tag": run_tag, **job, **files})
             if fit is None:
                 continue
@@ -127,17 +133,32 @@ def ranker_objectives():
     return sorted(options) or ["lambdarank"]
 
 
-def run_objectives(attempt, workdir, name, arrays, repeat=1):
-    """``--objectives``: every objective of ours fitted ``repeat`` times, interleaved; the fastest fit of each."""
-    objectives = ranker_objectives()
-    if objectives == ["lambdarank"]:
+def objective_contenders():
+    """``--objectives``: a fit job per objective of ours but the default (the ``lambdamart`` fit is that one), named
+    ``lambdamart:NAME``; none when there is no other."""
+    objectives = [o for o in ranker_objectives() if o != _default_objective()]
+    if not objectives:
         _progress("--objectives: LambdaMARTRanker accepts only objective='lambdarank'; nothing to compare.")
+    return {f"lambdamart:{o}": {"library": "lambdamart", "params": {"objective": o}} for o in objectives}
+
+
+def _default_objective():
+    from lambdamart import LambdaMARTRanker
+
+    return LambdaMARTRanker().objective
+
+
+def _objective_results(objectives, fits, arrays):
+    """Per objective (the default's from the ``lambdamart`` fit), its fastest fit's time, every run's, and NDCG@10."""
+    if not objectives:
         return {"skipped": "LambdaMARTRanker accepts only objective='lambdarank' so far; nothing to compare."}
-    contenders = {objective: {"library": "lambdamart", "params": {"objective": objective}} for objective in objectives}
-    fits = _fastest_fits(attempt, contenders, repeat, workdir, f"{name}-objectives", label="lambdamart objective=")
-    return {"results": {objective: {"fit_s": fit["fit_s"], "fit_runs": fit["fit_runs"],
-                                    "ndcg10": ndcg_on_test(np.load(files["scores"]), arrays)[10]}
-                        for objective, (fit, files) in fits.items()}}
+    results = {}
+    for name in sorted([*objectives, f"lambdamart:{_default_objective()}"]):
+        fit, files = fits.get(name if name in objectives else "lambdamart", (None, None))
+        if fit is not None:
+            results[name.split(":", 1)[1]] = {"fit_s": fit["fit_s"], "fit_runs": fit["fit_runs"],
+                                              "ndcg10": ndcg_on_test(np.load(files["scores"]), arrays)[10]}
+    return {"results": results}
 
 
 def run_dask_cluster(attempt, libraries, args, workdir, name, arrays):

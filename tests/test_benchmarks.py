@@ -216,14 +216,38 @@ def test_objectives_skip_when_only_lambdarank_exists(bench, monkeypatch, capsys)
     compare = bench.compare
     # --objectives runs a fit process per objective; here only the decision and the report lines are checked.
     monkeypatch.setattr(compare, "ranker_objectives", lambda: ["lambdarank"])
-    section = compare.run_objectives(attempt=None, workdir=None, name="x", arrays=None)
+    assert compare.objective_contenders() == {}
     assert "only objective='lambdarank'" in capsys.readouterr().err
+    section = compare._objective_results({}, {}, arrays=None)
     assert "nothing to compare" in bench.report._objectives_lines(section)[0]
     results = {"results": {"lambdarank": {"fit_s": 1.5, "fit_runs": [1.5], "ndcg10": 0.5}}}
     assert "| lambdarank | 1.50 s | – | 0.5000 |" in "\n".join(bench.report._objectives_lines(results))
     results["results"]["lambdarank"]["fit_runs"] = [2.0, 1.5]
     table = "\n".join(bench.report._objectives_lines(results, {"fit_s": 3.0}))
     assert "| lambdarank | 1.50 s (fastest of 2.00 s, 1.50 s) | 0.50× | 0.5000 |" in table
+
+
+@pytest.mark.slow
+def test_objectives_fit_in_the_libraries_rounds(bench, tmp_path, monkeypatch, capsys):
+    # The parent decides which objectives the workers fit; one besides the default keeps this short.
+    monkeypatch.setattr(bench.compare, "ranker_objectives", lambda: ["lambdarank", "xendcg"])
+    libraries = "lambdamart,lightgbm" if importlib.util.find_spec("lightgbm") is not None else "lambdamart"
+    output = tmp_path / "OBJECTIVES.md"
+    assert bench.compare.main(["--synthetic", "30", "--rounds", "3", "--threads", "1", "--objectives", "--repeat", "2",
+                               "--libraries", libraries, "--output", str(output)]) == 0
+    report = output.read_text()
+    assert "**Failed:**" not in report
+    progress = capsys.readouterr().err
+    # Interleaved: the second run of every contender comes after the first of each.
+    assert progress.index("lambdamart:xendcg fit (run 1 of 2)") < progress.index("lambdamart fit (run 2 of 2)")
+    assert "lambdamart:lambdarank fit" not in progress  # the default objective is the lambdamart fit itself
+    table = report[report.index("### LambdaMARTRanker objectives"):]
+    rows = {line.split(" | ")[0].strip("| "): line for line in table.splitlines()[4:6]}
+    assert set(rows) == {"lambdarank", "xendcg"} and all("(fastest of" in row for row in rows.values())
+    ours = next(line for line in report.splitlines() if line.startswith("| lambdamart | "))
+    assert rows["lambdarank"].split(" | ")[-1].strip(" |") == ours.split(" | ")[-1].strip(" |")  # the same fit
+    if libraries != "lambdamart":
+        assert all(row.split(" | ")[2].endswith("×") for row in rows.values())
 
 
 def test_ranker_objectives_include_lambdarank(bench):

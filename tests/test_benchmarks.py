@@ -231,10 +231,10 @@ def test_objectives_skip_when_only_lambdarank_exists(bench, monkeypatch, capsys)
 def test_objectives_fit_in_the_libraries_rounds(bench, tmp_path, monkeypatch, capsys):
     # The parent decides which objectives the workers fit; one besides the default keeps this short.
     monkeypatch.setattr(bench.compare, "ranker_objectives", lambda: ["lambdarank", "xendcg"])
-    libraries = "lambdamart,lightgbm" if importlib.util.find_spec("lightgbm") is not None else "lambdamart"
     output = tmp_path / "OBJECTIVES.md"
+    # Ours alone keeps it short: the ratio column's rendering is checked above, without worker processes.
     assert bench.compare.main(["--synthetic", "30", "--rounds", "3", "--threads", "1", "--objectives", "--repeat", "2",
-                               "--libraries", libraries, "--output", str(output)]) == 0
+                               "--libraries", "lambdamart", "--output", str(output)]) == 0
     report = output.read_text()
     assert "**Failed:**" not in report
     progress = capsys.readouterr().err
@@ -246,8 +246,6 @@ def test_objectives_fit_in_the_libraries_rounds(bench, tmp_path, monkeypatch, ca
     assert set(rows) == {"lambdarank", "xendcg"} and all("(fastest of" in row for row in rows.values())
     ours = next(line for line in report.splitlines() if line.startswith("| lambdamart | "))
     assert rows["lambdarank"].split(" | ")[-1].strip(" |") == ours.split(" | ")[-1].strip(" |")  # the same fit
-    if libraries != "lambdamart":
-        assert all(row.split(" | ")[2].endswith("×") for row in rows.values())
 
 
 def test_ranker_objectives_include_lambdarank(bench):

@@ -129,7 +129,8 @@ def scaled_exponentials(scores, start, stop, sigma):
     """exp(σ(s - s_top)) of rows ``start:stop``, s_top the highest of their scores: each in (0, 1], none overflows.
 
     With them a pair's logistic terms take a division instead of an exponential (:func:`logistic_pair`), which is
-    most of the cost of the objectives that take every pair of a query.
+    most of the cost of the objectives that take every pair of a query. LambdaRank computes the same e over its
+    queries sorted by score, vectorised (``lambdarank._exp_below_top``), and shares :func:`logistic_pair`.
     """
     if stop <= start:
         return np.ones(0)

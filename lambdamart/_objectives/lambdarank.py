@@ -10,7 +10,7 @@ from numba import prange
 
 from .._jit import inner_kernel, kernel
 from .._sort import descending_order, descending_order_from
-from .base import Objective, apply_sample_weight
+from .base import Objective, apply_sample_weight, logistic_pair
 
 
 def discount_table(max_query_size):
@@ -156,11 +156,7 @@ def _general_pairs(s, label, gain, e, pair_discounts, inv_idcg, last_row, sigma,
             else:
                 tied = j < block_end[i]
                 delta_z = abs(gain[high] - gain[low]) * (within[i] if tied else upper[i] - lower[j]) * scale[i]
-            denominator = e[low] + e[high]
-            if denominator > 0.0:
-                rho = e[low] / denominator
-            else:  # both documents so far below the top that their e underflowed
-                rho = 1.0 / (1.0 + np.exp(sigma * delta_score))
+            rho, _ = logistic_pair(e[high], e[low], sigma, delta_score)  # also where both e underflowed
             lam, w = _pair_lambda(delta_z, delta_score, rho, sigma, normalize_pairs)
             if debias:
                 click_bias = position_bias[0, shown[high]]
